@@ -1,0 +1,155 @@
+"""python -m lab {build,up,down,status,logs,nodes,runner,gang-demo}: the local lab cluster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from . import build as B
+from .cluster import Lab, LabError
+
+
+def _cmd_build(a) -> int:
+    t0 = time.monotonic()
+    timings = B.build(a.only or None)
+    print(f"build done in {time.monotonic() - t0:.0f}s: " + ", ".join(f"{k} {v:.0f}s" for k, v in timings.items()))
+    print(f"binaries and artifacts under {B.cache_dir()}")
+    return 0
+
+
+def _cmd_up(a) -> int:
+    lab = Lab()
+    st = lab.up(gpu_nodes=a.gpu_nodes, gpus_per_node=a.gpus_per_node, cpu_nodes=a.cpu_nodes,
+                api_port=a.api_port, reuse=a.reuse)
+    print(f"\nlab is up in {st.get('up_seconds', 0)}s: {a.gpu_nodes} GPU node(s) x {a.gpus_per_node} GPU, "
+          f"{a.cpu_nodes} CPU node(s); apiserver https://127.0.0.1:{st['ports']['apiserver']}")
+    print(f"  export KUBECONFIG={lab.kubeconfig}")
+    print(f"  kubectl:   {B.binary_path('kubectl') if _built('kubectl') else 'kubectl'} get nodes")
+    print("  status:    python -m lab status      stop: python -m lab down")
+    return 0
+
+
+def _built(name: str) -> bool:
+    try:
+        B.binary_path(name)
+        return True
+    except B.BuildError:
+        return False
+
+
+def _cmd_down(a) -> int:
+    Lab().down(remove_state=a.purge)
+    return 0
+
+
+def _cmd_status(a) -> int:
+    st = Lab().status()
+    if a.json:
+        print(json.dumps(st, indent=2))
+        return 0
+    for name, s in st.items():
+        print(f"{name:40s} {'up' if s['up'] else 'down':5s} pid {s['pid'] or '-'}")
+        for line in s["log"]:
+            print(f"    | {line[:160]}")
+    return 0 if all(s["up"] for n, s in st.items() if not n.startswith("pod/")) else 3
+
+
+def _cmd_logs(a) -> int:
+    path = Lab().log_path(a.what)
+    lines = path.read_text(errors="replace").splitlines()
+    print("\n".join(lines[-a.tail:] if a.tail else lines))
+    return 0
+
+
+def _cmd_nodes(a) -> int:
+    from . import nodes
+
+    lab = Lab()
+    if not lab.running().get("kube-apiserver"):
+        raise LabError("the lab is not running; start it with: python -m lab up")
+    api = nodes.client(lab.kubeconfig)
+    if a.nodes_cmd == "add":
+        names = [nodes.add(api, a.gpus, a.name if a.count == 1 else None) for _ in range(a.count)]
+        nodes.wait_ready(api, names=names)
+        print("added: " + ", ".join(names))
+    elif a.nodes_cmd == "remove":
+        nodes.remove(api, a.name)
+        print(f"removed: {a.name}")
+    else:
+        from kubernetes import client as k
+
+        for n in k.CoreV1Api(api).list_node().items:
+            gpus = (n.status.allocatable or {}).get("nvidia.com/gpu", "0")
+            ready = next((c.status for c in n.status.conditions or [] if c.type == "Ready"), "Unknown")
+            print(f"{n.metadata.name:24s} ready={ready:6s} gpus={gpus}")
+    return 0
+
+
+def _cmd_runner(a) -> int:
+    from .runner import main
+
+    main()
+    return 0
+
+
+def _cmd_gang_demo(a) -> int:
+    from .demo import main
+
+    return main()
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m lab", description="Local Kubernetes lab with fake GPU nodes.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build every binary into the cache (skips what is built)")
+    b.add_argument("only", nargs="*", help=f"units to build (default all): {', '.join(u.name for u in B.UNITS)}")
+    b.set_defaults(fn=_cmd_build)
+    u = sub.add_parser("up", help="start the lab")
+    u.add_argument("--gpu-nodes", type=int, default=4)
+    u.add_argument("--gpus-per-node", type=int, default=1)
+    u.add_argument("--cpu-nodes", type=int, default=1)
+    u.add_argument("--api-port", type=int, default=None, help="apiserver port (default: a free one)")
+    u.add_argument("--reuse", action="store_true", help="succeed if the lab is already fully up")
+    u.set_defaults(fn=_cmd_up)
+    d = sub.add_parser("down", help="stop everything (idempotent)")
+    d.add_argument("--purge", action="store_true", help="also delete .lab/")
+    d.set_defaults(fn=_cmd_down)
+    s = sub.add_parser("status", help="each component: pid, up/down, last log lines")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=_cmd_status)
+    lg = sub.add_parser("logs", help="a component's log, or pod/NS/NAME[/CONTAINER]")
+    lg.add_argument("what")
+    lg.add_argument("--tail", type=int, default=0)
+    lg.set_defaults(fn=_cmd_logs)
+    n = sub.add_parser("nodes", help="list, add or remove fake nodes")
+    nsub = n.add_subparsers(dest="nodes_cmd")
+    na = nsub.add_parser("add")
+    na.add_argument("--gpus", type=int, default=1)
+    na.add_argument("--count", type=int, default=1)
+    na.add_argument("--name")
+    nr = nsub.add_parser("remove")
+    nr.add_argument("name")
+    nsub.add_parser("list")
+    n.set_defaults(fn=_cmd_nodes)
+    r = sub.add_parser("runner", help="(internal) the pod-process runner")
+    r.set_defaults(fn=_cmd_runner)
+    g = sub.add_parser("gang-demo", help="gang vs no gang on the lab, with the real schedulers")
+    g.set_defaults(fn=_cmd_gang_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        return a.fn(a)
+    except (LabError, B.BuildError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+"""Start, stop and inspect the lab control plane: etcd, kube-apiserver, kube-controller-manager,
+KWOK, the pod-process runner (which also runs the kube-scheduler static pod), and fake nodes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import ssl
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from . import build, nodes, pki, procs
+from . import versions as V
+from .paths import REPO, state_dir
+
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runner")
+CONTROL_PLANE_NODE = "lab-control-plane"
+
+
+class LabError(RuntimeError):
+    """A lab failure with a message that says what went wrong and what to do."""
+
+
+class Lab:
+    def __init__(self, root: Path | None = None):
+        self.root = root or state_dir()
+        self.pki = self.root / "pki"
+        self.logs = self.root / "logs"
+        self.pids = self.root / "pids"
+        self.etc = self.root / "etc" / "kubernetes"
+        self.manifests = self.root / "manifests"
+        self.pods = self.root / "pods"
+        self.kubeconfig = self.root / "kubeconfig"
+        self.state_file = self.root / "state.json"
+
+    # ---- state -------------------------------------------------------------------------------
+    def state(self) -> dict:
+        try:
+            return json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def save_state(self, st: dict) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.state_file.write_text(json.dumps(st, indent=2))
+
+    def pid(self, name: str) -> int | None:
+        return procs.read_pid(self.pids / f"{name}.pid")
+
+    def running(self) -> dict[str, bool]:
+        return {c: procs.alive(self.pid(c)) for c in COMPONENTS}
+
+    def api_url(self) -> str:
+        return f"https://127.0.0.1:{self.state()['ports']['apiserver']}"
+
+    # ---- kubeconfigs ---------------------------------------------------------------------------
+    def _kubeconfig(self, path: Path, user: str, cert: Path, key: Path, server: str) -> Path:
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "gangsched-lab", "cluster": {
+                "server": server, "certificate-authority": str(self.pki / "ca.crt")}}],
+            "users": [{"name": user, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+            "contexts": [{"name": "gangsched-lab", "context": {"cluster": "gangsched-lab", "user": user}}],
+            "current-context": "gangsched-lab",
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        path.chmod(0o600)
+        return path
+
+    # ---- up ------------------------------------------------------------------------------------
+    def up(self, gpu_nodes: int = 4, gpus_per_node: int = 1, cpu_nodes: int = 1, api_port: int | None = None,
+           reuse: bool = False, log=print) -> dict:
+        t0 = time.monotonic()
+        run = self.running()
+        if any(run.values()):
+            if reuse and all(run.values()):
+                log(f"lab already running; reusing it (kubeconfig {self.kubeconfig})")
+                return self.state()
+            up = ", ".join(c for c, a in run.items() if a)
+            raise LabError(
+                f"the lab is already running ({up} up, state in {self.root}). "
+                "Use it as it is, or stop it first with: python -m lab down"
+            )
+        for b in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"):
+            build.binary_path(b)  # raises a clear 'not built' error
+        if gpu_nodes < 0 or gpus_per_node < 0 or cpu_nodes < 0:
+            raise LabError("--gpu-nodes, --gpus-per-node and --cpu-nodes must be >= 0")
+        # fresh run state, but keep nothing from a previous lab
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        for d in (self.pki, self.logs, self.pids, self.etc, self.manifests, self.pods):
+            d.mkdir(parents=True, exist_ok=True)
+        ports = {
+            "etcd": free_port(), "etcd_peer": free_port(), "apiserver": api_port or free_port(),
+            "controller_manager": free_port(), "kwok": free_port(),
+        }
+        if api_port and not port_free(api_port):
+            raise LabError(f"port {api_port} on 127.0.0.1 is busy; pick another --api-port or free it")
+        st = {"ports": ports, "started": time.time(), "gpu_nodes": gpu_nodes, "gpus_per_node": gpus_per_node,
+              "cpu_nodes": cpu_nodes, "versions": {"kubernetes": V.KUBERNETES}}
+        self.save_state(st)
+        try:
+            self._start_all(st, log)
+            log("creating nodes")
+            client = nodes.client(self.kubeconfig)
+            nodes.create_control_plane(client, CONTROL_PLANE_NODE)
+            for i in range(gpu_nodes):
+                nodes.add(client, gpus=gpus_per_node, name=f"gpu-node-{i}")
+            for i in range(cpu_nodes):
+                nodes.add(client, gpus=0, name=f"cpu-node-{i}")
+            nodes.wait_ready(client, timeout=60)
+            self._wait_scheduler(client, log)
+            self._wait_default_sa(client)
+        except BaseException:
+            log("lab up failed; stopping what was started")
+            self.down(log=lambda *_: None, remove_state=False)
+            raise
+        st["up_seconds"] = round(time.monotonic() - t0, 1)
+        self.save_state(st)
+        return st
+
+    def _start_all(self, st: dict, log) -> None:
+        p = st["ports"]
+        ca = pki.CA(self.pki)
+        api_crt, api_key = ca.issue(
+            "apiserver", "kube-apiserver",
+            server_names=("127.0.0.1", "localhost", "kubernetes", "kubernetes.default",
+                          "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "10.96.0.1"),
+        )
+        sa_pub, sa_key = pki.service_account_keypair(self.pki)
+        server = f"https://127.0.0.1:{p['apiserver']}"
+        adm = ca.issue("admin", "kubernetes-admin", "system:masters")
+        self._kubeconfig(self.kubeconfig, "kubernetes-admin", *adm, server)
+        kcm = self._kubeconfig(self.etc / "controller-manager.conf", "system:kube-controller-manager",
+                               *ca.issue("controller-manager", "system:kube-controller-manager"), server)
+        self._kubeconfig(self.etc / "scheduler.conf", "system:kube-scheduler",
+                         *ca.issue("scheduler", "system:kube-scheduler"), server)
+        env = dict(os.environ)
+
+        log(f"starting etcd on 127.0.0.1:{p['etcd']}")
+        etcd_url, peer_url = f"http://127.0.0.1:{p['etcd']}", f"http://127.0.0.1:{p['etcd_peer']}"
+        self._start("etcd", [
+            str(build.binary_path("etcd")), "--name=lab", f"--data-dir={self.root / 'etcd'}",
+            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=lab={peer_url}", "--unsafe-no-fsync=true", "--quota-backend-bytes=4294967296",
+            "--log-level=warn",
+        ], env)
+        self._wait(lambda: _http_ok(f"{etcd_url}/health"), "etcd", 30)
+
+        log(f"starting kube-apiserver on {server}")
+        self._start("kube-apiserver", [
+            str(build.binary_path("kube-apiserver")), f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={p['apiserver']}",
+            f"--tls-cert-file={api_crt}", f"--tls-private-key-file={api_key}",
+            f"--client-ca-file={self.pki / 'ca.crt'}",
+            f"--service-account-key-file={sa_pub}", f"--service-account-signing-key-file={sa_key}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            "--api-audiences=https://kubernetes.default.svc.cluster.local",
+            "--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.96.0.0/16",
+            "--endpoint-reconciler-type=none", "--allow-privileged=true", "--profiling=false",
+            "--enable-priority-and-fairness=false", "--watch-cache=true", "--v=1",
+        ], env)
+        self._wait(lambda: self._api_ready(), "kube-apiserver", 60)
+
+        log("starting kube-controller-manager")
+        self._start("kube-controller-manager", [
+            str(build.binary_path("kube-controller-manager")), f"--kubeconfig={kcm}",
+            f"--authentication-kubeconfig={kcm}", f"--authorization-kubeconfig={kcm}",
+            "--bind-address=127.0.0.1", f"--secure-port={p['controller_manager']}",
+            f"--service-account-private-key-file={sa_key}", f"--root-ca-file={self.pki / 'ca.crt'}",
+            "--use-service-account-credentials=true", "--leader-elect=false",
+            f"--cluster-signing-cert-file={self.pki / 'ca.crt'}", f"--cluster-signing-key-file={self.pki / 'ca.key'}",
+            "--controllers=*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle",
+            "--node-monitor-grace-period=40s", "--v=1",
+        ], env)
+
+        log("starting kwok")
+        stages = self.root / "kwok-stages.yaml"
+        stages.write_text(nodes.kwok_stage_config())
+        self._start("kwok", [
+            str(build.binary_path("kwok")), f"--kubeconfig={self.kubeconfig}", f"--config={stages}",
+            "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            "--cidr=10.244.0.0/16", "--node-ip=10.240.0.1", "--node-lease-duration-seconds=40",
+            f"--server-address=127.0.0.1:{p['kwok']}",
+        ], env)
+
+        self.write_scheduler_manifest()
+        log("starting the pod-process runner (runs the kube-scheduler static pod too)")
+        self._start("runner", [sys.executable, "-m", "lab", "runner"], {**env, "PYTHONPATH": str(REPO),
+                                                                           "PYTHONUNBUFFERED": "1"})
+        time.sleep(0.5)
+        for c in COMPONENTS:
+            if not procs.alive(self.pid(c)):
+                raise LabError(f"{c} exited at start; see its log: python -m lab logs {c}\n"
+                               + "\n".join(procs.tail(self.logs / f"{c}.log", 15)))
+
+    def _start(self, name: str, argv: list[str], env: dict) -> None:
+        procs.start(name, argv, self.logs / f"{name}.log", self.pids / f"{name}.pid", env=env, cwd=self.root)
+
+    def _wait(self, pred, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not procs.alive(self.pid(name)):
+                raise LabError(f"{name} exited at start; see its log: python -m lab logs {name}\n"
+                               + "\n".join(procs.tail(self.logs / f"{name}.log", 15)))
+            if pred():
+                return
+            time.sleep(0.2)
+        raise LabError(f"{name} did not become ready in {timeout:.0f}s; see: python -m lab logs {name}\n"
+                       + "\n".join(procs.tail(self.logs / f"{name}.log", 15)))
+
+    def ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
+        ctx.load_cert_chain(str(self.pki / "admin.crt"), str(self.pki / "admin.key"))
+        return ctx
+
+    def _api_ready(self) -> bool:
+        return _http_ok(f"{self.api_url()}/readyz", self.ssl_context())
+
+    def _wait_scheduler(self, client, log) -> None:
+        from kubernetes import client as k
+
+        log("waiting for kube-scheduler (static pod) to take its lease")
+        coord = k.CoordinationV1Api(client)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                lease = coord.read_namespaced_lease("kube-scheduler", "kube-system")
+                if lease.spec.holder_identity:
+                    return
+            except k.ApiException as e:
+                if e.status != 404:
+                    raise
+            if not procs.alive(self.pid("runner")):
+                break
+            time.sleep(0.5)
+        raise LabError("kube-scheduler did not start; see: python -m lab logs pod/kube-system/kube-scheduler\n"
+                       + "\n".join(procs.tail(self.logs / "runner.log", 15)))
+
+    @staticmethod
+    def _wait_default_sa(client) -> None:
+        from kubernetes import client as k
+
+        core = k.CoreV1Api(client)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                core.read_namespaced_service_account("default", "default")
+                return
+            except k.ApiException:
+                time.sleep(0.3)
+        raise LabError("the default ServiceAccount never appeared; see: python -m lab logs kube-controller-manager")
+
+    def write_scheduler_manifest(self) -> Path:
+        """The kubeadm-style static pod manifest the runner starts the default scheduler from."""
+        conf = str(self.etc / "scheduler.conf")
+        pod = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "kube-scheduler", "namespace": "kube-system",
+                         "labels": {"component": "kube-scheduler", "tier": "control-plane"}},
+            "spec": {
+                "hostNetwork": True, "priorityClassName": "system-node-critical",
+                "containers": [{
+                    "name": "kube-scheduler", "image": f"registry.k8s.io/kube-scheduler:{V.KUBERNETES}",
+                    "command": ["kube-scheduler", f"--authentication-kubeconfig={conf}",
+                                f"--authorization-kubeconfig={conf}", "--bind-address=127.0.0.1",
+                                f"--kubeconfig={conf}", "--leader-elect=true"],
+                    "volumeMounts": [{"name": "kubeconfig", "mountPath": conf, "readOnly": True}],
+                }],
+                "volumes": [{"name": "kubeconfig", "hostPath": {"path": conf, "type": "FileOrCreate"}}],
+            },
+        }
+        path = self.manifests / "kube-scheduler.yaml"
+        path.write_text(yaml.safe_dump(pod, sort_keys=False))
+        return path
+
+    # ---- down / status -------------------------------------------------------------------------
+    def down(self, log=print, remove_state: bool = False) -> list[str]:
+        stopped = []
+        # the runner first: it stops the pod processes it runs
+        for c in ("runner", "kwok", "kube-controller-manager", "kube-apiserver", "etcd"):
+            if procs.stop(self.pid(c)):
+                stopped.append(c)
+            (self.pids / f"{c}.pid").unlink(missing_ok=True)
+        # pod processes left behind by a runner that crashed
+        for pidfile in self.pods.glob("*/*.pid") if self.pods.exists() else ():
+            if procs.stop(procs.read_pid(pidfile), grace=3):
+                stopped.append(f"pod process {pidfile.parent.name}/{pidfile.stem}")
+            pidfile.unlink(missing_ok=True)
+        log("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+        if remove_state and self.root.exists():
+            shutil.rmtree(self.root)
+        return stopped
+
+    def status(self) -> dict:
+        out = {}
+        for c in COMPONENTS:
+            pid = self.pid(c)
+            out[c] = {"pid": pid, "up": procs.alive(pid), "log": procs.tail(self.logs / f"{c}.log", 3)}
+        for pidfile in sorted(self.pods.glob("*/*.pid")) if self.pods.exists() else ():
+            pid = procs.read_pid(pidfile)
+            name = f"pod/{pidfile.parent.name.replace('_', '/', 1)}:{pidfile.stem}"
+            out[name] = {"pid": pid, "up": procs.alive(pid),
+                         "log": procs.tail(pidfile.with_suffix(".log"), 3)}
+        return out
+
+    def log_path(self, what: str) -> Path:
+        if what.startswith("pod/"):
+            parts = what.split("/")
+            if len(parts) < 3:
+                raise LabError("name a pod as pod/NAMESPACE/NAME[/CONTAINER]")
+            pdir = self.pods / f"{parts[1]}_{parts[2]}"
+            logs = sorted(pdir.glob("*.log")) if pdir.exists() else []
+            if len(parts) > 3:
+                logs = [pdir / f"{parts[3]}.log"]
+            if not logs or not logs[0].exists():
+                raise LabError(f"no logs for {what}: the runner runs only pods of known component images "
+                               "(see python -m lab status)")
+            return logs[0]
+        if what not in COMPONENTS:
+            raise LabError(f"unknown component {what!r}; one of: {', '.join(COMPONENTS)}, or pod/NS/NAME")
+        return self.logs / f"{what}.log"
+
+
+def _http_ok(url: str, ctx: ssl.SSLContext | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=ctx) as r:
+            return r.status == 200
+    except Exception:  # noqa: BLE001 - any failure means "not ready yet"
+        return False
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,84 @@
+"""Exec a pod container's process in a network and mount namespace of its own.
+
+Run as ``python -m lab.podexec SPEC.json FD`` by the runner. It unshares the network and mount
+namespaces, brings up loopback, opens a listener on 127.0.0.1:<apiserver port> inside the new
+network namespace and hands it to the runner over the inherited UNIX socket FD (the runner forwards
+those connections to the real apiserver), bind-mounts the pod's materialised volumes at their
+mountPaths, then execs the component with the container's own argv and environment.
+
+So every pod gets the ports it asks for without clashing, and reaches the apiserver at the address
+in-cluster config expects, while nothing listens beyond 127.0.0.1 on the host.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(src: str | None, dst: str, flags: int) -> None:
+    _check(_libc.mount(src.encode() if src else None, dst.encode(), None, flags, None), f"mount {src} on {dst}")
+
+
+def _bind(src: str, dst: str, readonly: bool) -> None:
+    s, d = Path(src), Path(dst)
+    if s.is_dir():
+        d.mkdir(parents=True, exist_ok=True)
+    else:
+        d.parent.mkdir(parents=True, exist_ok=True)
+        if not d.exists():
+            d.touch()
+    _mount(str(s), str(d), MS_BIND | MS_REC)
+    if readonly:
+        _mount(None, str(d), MS_REMOUNT | MS_BIND | MS_RDONLY)
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[1]).read_text())
+    chan = socket.socket(fileno=int(argv[2]))
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare(net, mount)")
+    _mount(None, "/", MS_REC | MS_PRIVATE)
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    for port in spec.get("forward_ports", []):
+        lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        lst.bind(("127.0.0.1", port))
+        lst.listen(128)
+        socket.send_fds(chan, [str(port).encode()], [lst.fileno()])
+        lst.close()
+    chan.close()
+    for m in spec.get("mounts", []):
+        if m["src"] != m["dst"]:
+            _bind(m["src"], m["dst"], m.get("readonly", False))
+    os.chdir(spec.get("cwd") or "/")
+    os.execve(spec["argv"][0], spec["argv"], spec["env"])
+    return 127  # not reached
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv))
+    except Exception as e:  # noqa: BLE001 - report any set-up failure as the container's exit
+        print(f"lab podexec: cannot start container: {e}", file=sys.stderr)
+        sys.exit(127)

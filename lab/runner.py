@@ -1,0 +1,680 @@
+"""The pod-process runner: acts as the kubelet for pods of known component images.
+
+Pods bound to a lab node whose container image is a known component (see ``versions.IMAGES``) are
+run as real processes from the pod spec: the container's command/args, env (incl. fieldRef,
+configMapKeyRef, secretKeyRef, envFrom), ConfigMap/Secret/projected/emptyDir/hostPath volumes
+materialised and bind-mounted at their mountPaths, and the ServiceAccount token from a TokenRequest
+for the pod's own ServiceAccount. Pod status follows the process (Running/Ready while alive,
+restarts with back-off, exit codes kept). Deleting the pod stops the process.
+
+It also runs the static pods in ``.lab/manifests`` (the kube-scheduler, kubeadm-style), restarting
+them when their manifest file changes, and keeps a mirror pod for each in the API.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import yaml
+from kubernetes import client as k
+from kubernetes import watch
+
+from . import build, images, procs
+from .cluster import CONTROL_PLANE_NODE, Lab
+from .paths import REPO
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SHELLS = {"sh", "bash", "ash", "dash"}
+MAX_BACKOFF = 30.0
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def log(msg: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {msg}", flush=True)
+
+
+class PodSetupError(Exception):
+    """The pod cannot start yet (missing ConfigMap, unsupported command ...): reported as Waiting."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class Forwarder:
+    """Accepts connections on listeners inside a pod's network namespace; pipes them to the host."""
+
+    def __init__(self, listener: socket.socket, target_port: int):
+        self.listener = listener
+        self.target = ("127.0.0.1", target_port)
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                up = socket.create_connection(self.target, timeout=5)
+                up.settimeout(None)
+            except OSError:
+                conn.close()
+                continue
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+    def close(self) -> None:
+        self.closed = True
+        try:
+            self.listener.close()
+        except OSError:
+            pass
+
+
+class Container:
+    def __init__(self, pod: PodRun, spec: dict, binary: str | None):
+        self.pod = pod
+        self.spec = spec
+        self.name = spec["name"]
+        self.binary = binary
+        self.proc: subprocess.Popen | None = None
+        self.forwarders: list[Forwarder] = []
+        self.restarts = 0
+        self.started_at: str | None = None
+        self.started_mono = 0.0
+        self.last_term: dict | None = None
+        self.next_start = 0.0
+        self.waiting: tuple[str, str] | None = ("ContainerCreating", "")
+        self.log_path = pod.dir / f"{self.name}.log"
+        self.pid_path = pod.dir / f"{self.name}.pid"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, argv: list[str], env: dict, mounts: list[dict]) -> None:
+        spec_file = self.pod.dir / f"{self.name}.spec.json"
+        spec_file.write_text(json.dumps({
+            "argv": argv, "env": env, "mounts": mounts, "cwd": self.spec.get("workingDir") or str(self.pod.dir),
+            "forward_ports": [self.pod.runner.api_port],
+        }))
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with open(self.log_path, "ab") as out:
+            out.write(f"\n=== {now()} start #{self.restarts}: {' '.join(argv)}\n".encode())
+            out.flush()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "lab.podexec", str(spec_file), str(child.fileno())],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, pass_fds=(child.fileno(),),
+                start_new_session=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
+        child.close()
+        parent.settimeout(10)
+        try:
+            while True:
+                msg, fds, _, _ = socket.recv_fds(parent, 64, 1)
+                if not msg:
+                    break
+                self.forwarders.append(Forwarder(socket.socket(fileno=fds[0]), int(msg.decode())))
+        except (OSError, ValueError):
+            pass
+        finally:
+            parent.close()
+        self.pid_path.write_text(str(self.proc.pid))
+        self.started_at = now()
+        self.started_mono = time.monotonic()
+        self.waiting = None
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.proc is not None:
+            procs.stop(self.proc.pid, grace)
+            try:
+                self.proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
+        for f in self.forwarders:
+            f.close()
+        self.forwarders = []
+        self.pid_path.unlink(missing_ok=True)
+
+    def reap(self) -> dict | None:
+        """If the process exited, record it and schedule a restart; return the termination record."""
+        if self.proc is None or self.proc.poll() is None:
+            return None
+        code = self.proc.returncode
+        code = 128 - code if code < 0 else code
+        self.last_term = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                          "startedAt": self.started_at, "finishedAt": now()}
+        ran = time.monotonic() - self.started_mono
+        backoff = 0.0 if ran > 60 else min(MAX_BACKOFF, 2.0 ** min(self.restarts, 5))
+        self.next_start = time.monotonic() + backoff
+        for f in self.forwarders:
+            f.close()
+        self.forwarders = []
+        self.proc = None
+        self.pid_path.unlink(missing_ok=True)
+        self.waiting = ("CrashLoopBackOff", f"back-off {backoff:.0f}s restarting failed container")
+        with open(self.log_path, "ab") as out:
+            out.write(f"=== {now()} exited with code {code}\n".encode())
+        return self.last_term
+
+    def status(self, image: str) -> dict:
+        ready = self.alive() and time.monotonic() - self.started_mono >= 1.0
+        st: dict = {"name": self.name, "image": image, "imageID": "", "ready": ready,
+                    "restartCount": self.restarts, "started": self.alive(),
+                    "containerID": f"lab://{self.proc.pid}" if self.alive() else None}
+        if self.alive():
+            st["state"] = {"running": {"startedAt": self.started_at}}
+        else:
+            reason, message = self.waiting or ("ContainerCreating", "")
+            st["state"] = {"waiting": {"reason": reason, "message": message}}
+        if self.last_term:
+            st["lastState"] = {"terminated": self.last_term}
+        return st
+
+
+class PodRun:
+    """One pod the runner is responsible for."""
+
+    def __init__(self, runner: Runner, pod: dict, static: bool = False):
+        self.runner = runner
+        self.pod = pod
+        self.static = static
+        md = pod["metadata"]
+        self.ns, self.name, self.uid = md["namespace"], md["name"], md.get("uid")
+        self.dir = runner.lab.pods / f"{self.ns}_{self.name}"
+        if self.dir.exists():
+            shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.containers = [Container(self, c, images.binary_for(c["image"])) for c in pod["spec"]["containers"]]
+        self.token_refreshed = 0.0
+        self.pod_ip = runner.allocate_ip()
+        self.last_status: str | None = None
+        self.stopping = False
+        self.created = now()
+
+    # ---- set-up --------------------------------------------------------------------------------
+    def _read_configmap(self, name: str, optional: bool) -> dict | None:
+        try:
+            cm = self.runner.core.read_namespaced_config_map(name, self.ns)
+        except k.ApiException as e:
+            if e.status == 404 and optional:
+                return None
+            raise PodSetupError("CreateContainerConfigError", f"configmap {self.ns}/{name}: {e.reason}") from e
+        data = dict(cm.data or {})
+        data.update({key: base64.b64decode(v).decode(errors="replace") for key, v in (cm.binary_data or {}).items()})
+        return data
+
+    def _read_secret(self, name: str, optional: bool) -> dict | None:
+        try:
+            s = self.runner.core.read_namespaced_secret(name, self.ns)
+        except k.ApiException as e:
+            if e.status == 404 and optional:
+                return None
+            raise PodSetupError("CreateContainerConfigError", f"secret {self.ns}/{name}: {e.reason}") from e
+        return {key: base64.b64decode(v).decode(errors="replace") for key, v in (s.data or {}).items()}
+
+    def _field(self, path: str) -> str:
+        md, spec = self.pod["metadata"], self.pod["spec"]
+        table = {
+            "metadata.name": md["name"], "metadata.namespace": md["namespace"], "metadata.uid": md.get("uid", ""),
+            "spec.nodeName": spec.get("nodeName", ""), "spec.serviceAccountName": spec.get("serviceAccountName", ""),
+            "status.podIP": self.pod_ip, "status.hostIP": "10.240.0.1", "status.podIPs": self.pod_ip,
+        }
+        m = re.match(r"metadata\.(labels|annotations)\['(.+)'\]", path)
+        if m:
+            return (md.get(m.group(1)) or {}).get(m.group(2), "")
+        return table.get(path, "")
+
+    def _token(self, audience: str | None, seconds: int) -> str:
+        sa = self.pod["spec"].get("serviceAccountName") or "default"
+        spec = {"expirationSeconds": max(seconds, 600)}
+        if audience:
+            spec["audiences"] = [audience]
+        if not self.static:
+            spec["boundObjectRef"] = {"kind": "Pod", "apiVersion": "v1", "name": self.name, "uid": self.uid}
+        try:
+            tr = self.runner.core.create_namespaced_service_account_token(sa, self.ns, {"spec": spec})
+        except k.ApiException as e:
+            raise PodSetupError("CreateContainerConfigError",
+                                f"TokenRequest for serviceaccount {self.ns}/{sa}: {e.reason}") from e
+        return tr.status.token
+
+    def _write_items(self, target: Path, data: dict, items: list | None) -> None:
+        target.mkdir(parents=True, exist_ok=True)
+        pairs = [(i["key"], i["path"]) for i in items] if items else [(key, key) for key in data]
+        for key, path in pairs:
+            if key not in data:
+                raise PodSetupError("CreateContainerConfigError", f"key {key} not found")
+            p = target / path
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(data[key])
+
+    def materialise_volumes(self) -> dict[str, Path]:
+        vols: dict[str, Path] = {}
+        root = self.dir / "volumes"
+        for v in self.pod["spec"].get("volumes") or []:
+            name = v["name"]
+            target = root / name
+            if "hostPath" in v:
+                vols[name] = Path(v["hostPath"]["path"])
+                continue
+            if target.exists():
+                shutil.rmtree(target)
+            target.mkdir(parents=True)
+            if "configMap" in v:
+                cm = v["configMap"]
+                data = self._read_configmap(cm["name"], cm.get("optional", False))
+                if data is not None:
+                    self._write_items(target, data, cm.get("items"))
+            elif "secret" in v:
+                sec = v["secret"]
+                data = self._read_secret(sec["secretName"], sec.get("optional", False))
+                if data is not None:
+                    self._write_items(target, data, sec.get("items"))
+            elif "projected" in v:
+                for src in v["projected"].get("sources") or []:
+                    if "serviceAccountToken" in src:
+                        t = src["serviceAccountToken"]
+                        (target / t["path"]).write_text(
+                            self._token(t.get("audience"), t.get("expirationSeconds", 3600)))
+                    elif "configMap" in src:
+                        data = self._read_configmap(src["configMap"]["name"], src["configMap"].get("optional", False))
+                        if data is not None:
+                            self._write_items(target, data, src["configMap"].get("items"))
+                    elif "secret" in src:
+                        data = self._read_secret(src["secret"]["name"], src["secret"].get("optional", False))
+                        if data is not None:
+                            self._write_items(target, data, src["secret"].get("items"))
+                    elif "downwardAPI" in src:
+                        for item in src["downwardAPI"].get("items") or []:
+                            if "fieldRef" in item:
+                                (target / item["path"]).write_text(self._field(item["fieldRef"]["fieldPath"]))
+            elif "downwardAPI" in v:
+                for item in v["downwardAPI"].get("items") or []:
+                    if "fieldRef" in item:
+                        (target / item["path"]).write_text(self._field(item["fieldRef"]["fieldPath"]))
+            elif "emptyDir" in v:
+                pass
+            else:
+                raise PodSetupError("CreateContainerConfigError", f"volume {name}: type not supported by the lab")
+            vols[name] = target
+        self.token_refreshed = time.monotonic()
+        return vols
+
+    def env_for(self, c: dict) -> dict[str, str]:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOSTNAME": self.name,
+               "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(self.runner.api_port),
+               "KUBERNETES_SERVICE_PORT_HTTPS": str(self.runner.api_port), "HOME": str(self.dir)}
+        for ef in c.get("envFrom") or []:
+            prefix = ef.get("prefix", "")
+            if "configMapRef" in ef:
+                data = self._read_configmap(ef["configMapRef"]["name"], ef["configMapRef"].get("optional", False))
+            else:
+                data = self._read_secret(ef["secretRef"]["name"], ef["secretRef"].get("optional", False))
+            env.update({prefix + key: val for key, val in (data or {}).items()})
+        for e in c.get("env") or []:
+            if "valueFrom" not in e:
+                env[e["name"]] = expand(e.get("value", ""), env)
+                continue
+            vf = e["valueFrom"]
+            if "fieldRef" in vf:
+                env[e["name"]] = self._field(vf["fieldRef"]["fieldPath"])
+            elif "configMapKeyRef" in vf:
+                ref = vf["configMapKeyRef"]
+                env[e["name"]] = (self._read_configmap(ref["name"], ref.get("optional", False)) or {}).get(ref["key"], "")
+            elif "secretKeyRef" in vf:
+                ref = vf["secretKeyRef"]
+                env[e["name"]] = (self._read_secret(ref["name"], ref.get("optional", False)) or {}).get(ref["key"], "")
+            else:
+                env[e["name"]] = ""
+        return env
+
+    def argv_for(self, c: dict, binary: str, env: dict) -> list[str]:
+        command, args = list(c.get("command") or []), list(c.get("args") or [])
+        if command and os.path.basename(command[0]) in SHELLS:
+            raise PodSetupError("LabUnsupportedCommand",
+                                f"container {c['name']}: a shell entrypoint ({command[0]}) cannot be run by the lab; "
+                                "give the component's own binary and flags in command/args")
+        rest = command[1:] + args if command else args
+        return [str(build.binary_path(binary))] + [expand(a, env) for a in rest]
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+    def start_container(self, ctr: Container) -> None:
+        if ctr.binary is None:
+            return
+        c = ctr.spec
+        vols = self.materialise_volumes()
+        env = self.env_for(c)
+        argv = self.argv_for(c, ctr.binary, env)
+        mounts = []
+        for vm in c.get("volumeMounts") or []:
+            src = vols.get(vm["name"])
+            if src is None:
+                raise PodSetupError("CreateContainerConfigError", f"volumeMount {vm['name']}: no such volume")
+            if vm.get("subPath"):
+                src = src / vm["subPath"]
+            mounts.append({"src": str(src), "dst": vm["mountPath"], "readonly": bool(vm.get("readOnly"))})
+        ctr.start(argv, env, mounts)
+        log(f"started {self.ns}/{self.name}:{ctr.name} pid {ctr.proc.pid}: {' '.join(argv[1:])[:300]}")
+
+    def tick(self) -> None:
+        """Start, reap and restart containers; push status when it changed."""
+        if self.stopping:
+            return
+        policy = self.pod["spec"].get("restartPolicy", "Always")
+        for ctr in self.containers:
+            term = ctr.reap()
+            if term:
+                log(f"{self.ns}/{self.name}:{ctr.name} exited with code {term['exitCode']}")
+                if policy == "Never" or (policy == "OnFailure" and term["exitCode"] == 0):
+                    ctr.next_start = float("inf")
+                    ctr.waiting = ("Terminated", "")
+                else:
+                    ctr.restarts += 1
+            if ctr.binary and not ctr.alive() and time.monotonic() >= ctr.next_start:
+                try:
+                    self.start_container(ctr)
+                except PodSetupError as e:
+                    ctr.waiting = (e.reason, str(e))
+                    ctr.next_start = time.monotonic() + 2
+                    log(f"{self.ns}/{self.name}:{ctr.name} cannot start: {e}")
+                except build.BuildError as e:
+                    ctr.waiting = ("LabBinaryMissing", str(e))
+                    ctr.next_start = time.monotonic() + 10
+        if time.monotonic() - self.token_refreshed > 1800 and any(c.alive() for c in self.containers):
+            try:
+                self.materialise_volumes()  # refresh tokens and ConfigMap contents in place
+            except PodSetupError as e:
+                log(f"{self.ns}/{self.name}: volume refresh failed: {e}")
+        self.push_status()
+
+    def status(self) -> dict:
+        statuses = []
+        for ctr in self.containers:
+            if ctr.binary is None:  # a container the lab has no binary for: reported as running, no process
+                statuses.append({"name": ctr.name, "image": ctr.spec["image"], "imageID": "", "ready": True,
+                                 "restartCount": 0, "started": True,
+                                 "state": {"running": {"startedAt": self.created}}})
+            else:
+                statuses.append(ctr.status(ctr.spec["image"]))
+        ready = all(s["ready"] for s in statuses)
+        done = [c for c in self.containers if c.next_start == float("inf")]
+        phase = "Running"
+        if done and len(done) == len([c for c in self.containers if c.binary]):
+            phase = "Succeeded" if all(c.last_term and c.last_term["exitCode"] == 0 for c in done) else "Failed"
+        elif not any(c.alive() for c in self.containers if c.binary) and not any(c.started_at for c in self.containers):
+            phase = "Pending"
+        cond = "True" if ready else "False"
+        return {
+            "phase": phase, "hostIP": "10.240.0.1", "podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}],
+            "startTime": (self.pod.get("status") or {}).get("startTime") or self.created,
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Initialized", "status": "True"},
+                {"type": "ContainersReady", "status": cond},
+                {"type": "Ready", "status": cond},
+            ],
+            "containerStatuses": statuses,
+        }
+
+    def push_status(self, force: bool = False) -> None:
+        st = self.status()
+        key = json.dumps({**st, "startTime": None}, sort_keys=True)
+        if key == self.last_status and not force:
+            return
+        name = self.mirror_name() if self.static else self.name
+        try:
+            self.runner.core.patch_namespaced_pod_status(name, self.ns, {"status": st})
+            self.last_status = key
+        except k.ApiException as e:
+            if e.status != 404:
+                log(f"status update of {self.ns}/{name} failed: {e.reason}")
+        except Exception as e:  # noqa: BLE001 - apiserver away: retry next tick
+            log(f"status update of {self.ns}/{name} failed: {e}")
+
+    def mirror_name(self) -> str:
+        return f"{self.name}-{CONTROL_PLANE_NODE}"
+
+    def stop(self, grace: float = 10.0) -> None:
+        self.stopping = True
+        for ctr in self.containers:
+            ctr.stop(grace)
+        log(f"stopped {self.ns}/{self.name}")
+
+
+def expand(value: str, env: dict) -> str:
+    """Kubernetes' $(VAR) expansion in env values and command/args; $$(VAR) escapes."""
+    def repl(m: re.Match) -> str:
+        if m.group(0).startswith("$$"):
+            return m.group(0)[1:]
+        return env.get(m.group(1), m.group(0))
+
+    return re.sub(r"\$?\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)", repl, value)
+
+
+class Runner:
+    def __init__(self, lab: Lab):
+        self.lab = lab
+        self.api_port = lab.state()["ports"]["apiserver"]
+        self.api = build_client(lab)
+        self.core = k.CoreV1Api(self.api)
+        self.pods: dict[str, PodRun] = {}  # by ns/name
+        self.static: dict[str, tuple[str, PodRun | None]] = {}  # manifest file -> (hash, run)
+        self.lock = threading.RLock()
+        self.ip_counter = 0
+        self.stop_event = threading.Event()
+
+    def allocate_ip(self) -> str:
+        self.ip_counter += 1
+        n = self.ip_counter
+        return f"10.245.{(n >> 8) & 255}.{n & 255}"
+
+    # ---- API pods ------------------------------------------------------------------------------
+    def managed(self, pod: dict) -> bool:
+        md, spec = pod["metadata"], pod.get("spec") or {}
+        if (md.get("annotations") or {}).get("kubernetes.io/config.mirror"):
+            return False
+        if not spec.get("nodeName"):
+            return False
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return False
+        return any(images.binary_for(c["image"]) for c in spec.get("containers") or [])
+
+    def on_pod(self, etype: str, pod: dict) -> None:
+        md = pod["metadata"]
+        key = f"{md['namespace']}/{md['name']}"
+        with self.lock:
+            run = self.pods.get(key)
+            if run and (etype == "DELETED" or run.uid != md.get("uid")):
+                self.pods.pop(key).stop()
+                run = None
+            if etype == "DELETED" or not self.managed(pod):
+                return
+            if md.get("deletionTimestamp"):
+                grace = min(float(md.get("deletionGracePeriodSeconds") or 0), 10.0)
+                if run:
+                    self.pods.pop(key).stop(grace)
+                threading.Thread(target=self._finalise_delete, args=(md,), daemon=True).start()
+                return
+            if run is None:
+                log(f"taking pod {key} (node {pod['spec']['nodeName']})")
+                self.pods[key] = PodRun(self, pod)
+            else:
+                run.pod = pod
+
+    def _finalise_delete(self, md: dict) -> None:
+        try:
+            self.core.delete_namespaced_pod(md["name"], md["namespace"], grace_period_seconds=0,
+                                            body=k.V1DeleteOptions(preconditions=k.V1Preconditions(uid=md["uid"])))
+        except k.ApiException as e:
+            if e.status not in (404, 409):
+                log(f"deleting {md['namespace']}/{md['name']} failed: {e.reason}")
+
+    def watch_pods(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                lst = self.core.list_pod_for_all_namespaces(_preload_content=False)
+                data = json.loads(lst.data)
+                seen = set()
+                for item in data["items"]:
+                    seen.add(f"{item['metadata']['namespace']}/{item['metadata']['name']}")
+                    self.on_pod("ADDED", item)
+                with self.lock:
+                    for key in list(self.pods):
+                        if key not in seen:
+                            self.pods.pop(key).stop()
+                rv = data["metadata"]["resourceVersion"]
+                w = watch.Watch()
+                for ev in w.stream(self.core.list_pod_for_all_namespaces, resource_version=rv,
+                                   timeout_seconds=300, _request_timeout=330):
+                    if self.stop_event.is_set():
+                        return
+                    obj = self.api.sanitize_for_serialization(ev["object"])
+                    if ev["type"] == "ERROR":
+                        break
+                    self.on_pod(ev["type"], obj)
+            except Exception as e:  # noqa: BLE001 - apiserver restart, expired watch: relist
+                log(f"pod watch interrupted ({type(e).__name__}: {str(e)[:200]}); relisting")
+                time.sleep(1)
+
+    # ---- static pods ---------------------------------------------------------------------------
+    def sync_static(self) -> None:
+        files = {str(p): p for p in sorted(self.lab.manifests.glob("*.yaml"))} if self.lab.manifests.exists() else {}
+        for path in list(self.static):
+            if path not in files:
+                _, run = self.static.pop(path)
+                if run:
+                    self._stop_static(run)
+                    log(f"static pod manifest {path} removed; pod stopped")
+        for path, p in files.items():
+            try:
+                text = p.read_text()
+            except OSError:
+                continue
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            old = self.static.get(path)
+            if old and old[0] == digest:
+                continue
+            if old and old[1]:
+                self._stop_static(old[1])
+            try:
+                pod = yaml.safe_load(text)
+                if not isinstance(pod, dict) or pod.get("kind") != "Pod":
+                    raise ValueError("not a Pod manifest")
+                pod.setdefault("metadata", {}).setdefault("namespace", "kube-system")
+                pod["metadata"]["uid"] = digest[:32]
+                pod["spec"]["nodeName"] = CONTROL_PLANE_NODE
+                run = PodRun(self, pod, static=True)
+            except Exception as e:  # noqa: BLE001 - a broken manifest: nothing runs, say why
+                log(f"static pod manifest {path} is invalid, not running it: {e}")
+                self.static[path] = (digest, None)
+                continue
+            self.static[path] = (digest, run)
+            self._create_mirror(run, digest)
+            log(f"static pod {run.ns}/{run.name} (re)started from {path}")
+
+    def _create_mirror(self, run: PodRun, digest: str) -> None:
+        pod = json.loads(json.dumps(run.pod))
+        md = pod["metadata"]
+        md.pop("uid", None)
+        md["name"] = run.mirror_name()
+        md["annotations"] = {**(md.get("annotations") or {}), "kubernetes.io/config.mirror": digest,
+                             "kubernetes.io/config.source": "file", "kubernetes.io/config.hash": digest}
+        pod["spec"]["nodeName"] = CONTROL_PLANE_NODE
+        pod["spec"]["tolerations"] = [{"operator": "Exists"}]
+        for _ in range(20):
+            try:
+                self.core.delete_namespaced_pod(md["name"], md["namespace"], grace_period_seconds=0)
+            except k.ApiException:
+                pass
+            except Exception:  # noqa: BLE001
+                pass
+            try:
+                self.core.create_namespaced_pod(md["namespace"], pod)
+                return
+            except k.ApiException as e:
+                if e.status != 409:
+                    log(f"mirror pod {md['namespace']}/{md['name']}: {e.reason}")
+                    return
+            except Exception:  # noqa: BLE001 - apiserver not reachable yet
+                pass
+            time.sleep(0.5)
+
+    def _stop_static(self, run: PodRun) -> None:
+        run.stop()
+        try:
+            self.core.delete_namespaced_pod(run.mirror_name(), run.ns, grace_period_seconds=0)
+        except Exception:  # noqa: BLE001
+            pass
+
+    # ---- main loop -----------------------------------------------------------------------------
+    def run(self) -> None:
+        signal.signal(signal.SIGTERM, lambda *_: self.stop_event.set())
+        signal.signal(signal.SIGINT, lambda *_: self.stop_event.set())
+        threading.Thread(target=self.watch_pods, daemon=True).start()
+        log(f"runner up: apiserver 127.0.0.1:{self.api_port}, manifests {self.lab.manifests}")
+        last_static = 0.0
+        while not self.stop_event.is_set():
+            try:
+                if time.monotonic() - last_static >= 1.0:
+                    self.sync_static()
+                    last_static = time.monotonic()
+                with self.lock:
+                    runs = list(self.pods.values())
+                runs += [r for _, r in self.static.values() if r]
+                for r in runs:
+                    r.tick()
+            except Exception:  # noqa: BLE001 - keep the runner alive; say what broke
+                log("runner loop error:\n" + traceback.format_exc())
+            self.stop_event.wait(0.3)
+        log("runner stopping: stopping all pod processes")
+        with self.lock:
+            runs = list(self.pods.values()) + [r for _, r in self.static.values() if r]
+        for r in runs:
+            r.stop(grace=5)
+
+
+def build_client(lab: Lab) -> k.ApiClient:
+    from kubernetes import config
+
+    return config.new_client_from_config(str(lab.kubeconfig))
+
+
+def main() -> None:
+    Runner(Lab()).run()

@@ -1,0 +1,37 @@
+"""Pinned versions of every upstream piece the lab builds or reads.
+
+This is the one place versions are set. The build cache is keyed by these values, so a bump here
+rebuilds exactly the components it touches.
+"""
+
+KUBERNETES = "v1.33.5"
+ETCD = "v3.5.21"
+SCHEDULER_PLUGINS = "v0.33.5"
+KWOK = "v0.7.0"
+# v1.10.0 is the newest Volcano release the Go module proxy serves (v1.11+ are refused there).
+VOLCANO = "v1.10.0"
+TRAINING_OPERATOR = "v1.8.1"
+MPI_OPERATOR = "v0.6.0"
+HELM = "v3.18.6"
+NVIDIA_DEVICE_PLUGIN = "v0.17.3"
+
+# Upstream image repositories (path without registry host; any tag or digest) whose pods the lab's
+# pod-process runner runs as real processes, and the lab binary each one maps to.
+IMAGES = {
+    "kube-scheduler": "kube-scheduler",
+    "scheduler-plugins/kube-scheduler": "sp-scheduler",
+    "scheduler-plugins/controller": "sp-controller",
+    "volcanosh/vc-scheduler": "vc-scheduler",
+    "volcanosh/vc-controller-manager": "vc-controller-manager",
+    "kubeflow/training-operator": "training-operator",
+    "mpioperator/mpi-operator": "mpi-operator",
+}
+
+# Staging modules of this Kubernetes release that the Go module proxy refuses to serve; the previous
+# patch release, which it does serve, is used instead (binaries still report v1.33.5).
+KUBERNETES_OVERRIDES = (
+    ("k8s.io/cri-client", "v0.33.4"),
+    ("k8s.io/endpointslice", "v0.33.4"),
+    ("k8s.io/externaljwt", "v0.33.4"),
+    ("k8s.io/kube-controller-manager", "v0.33.4"),
+)
