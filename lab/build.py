@@ -347,6 +347,9 @@ def build_unit(unit: Unit, log=print) -> bool:
                 os.chmod(os.path.join(root, n), 0o755 if n in ds else 0o644)
     adone.write_text(json.dumps({m: str(d) for m, d in dirs.items()}))
     done.write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
+    for stale in (cache_dir() / "bin").glob(f"{unit.name}-v*"):  # older recipes or versions of this unit
+        if stale.name != unit.key and stale.name.count("-") == unit.key.count("-"):
+            shutil.rmtree(stale, ignore_errors=True)
     log(f"  {unit.name} {unit.version}: built in {time.monotonic() - t0:.0f}s -> {out}")
     return True
 

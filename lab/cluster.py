@@ -168,6 +168,9 @@ class Lab:
             "--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.96.0.0/16",
             "--endpoint-reconciler-type=none", "--allow-privileged=true", "--profiling=false",
             "--enable-priority-and-fairness=false", "--watch-cache=true", "--v=1",
+            f"--requestheader-client-ca-file={self.pki / 'ca.crt'}", "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
         ], env)
         self._wait(lambda: self._api_ready(), "kube-apiserver", 60)
 

@@ -1,0 +1,276 @@
+"""Gang scheduling scenarios on the lab, with the real schedulers and no collection code.
+
+Used by the lab's own tests and by ``python -m lab gang-demo``. The component manifests here are
+the lab's own minimal ones (the collection's roles install the upstream charts); the images name
+upstream repositories so the pod-process runner runs the matching binary from the Deployment.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import yaml
+from kubernetes import client as k
+
+from . import build, kube
+from . import versions as V
+from .cluster import Lab
+
+SP_NS = "scheduler-plugins"
+SP_NAME = "scheduler-plugins-scheduler"
+VC_NS = "volcano-system"
+
+
+def crds(unit: str, sub: str) -> list[dict]:
+    docs = []
+    root = build.artifact_path(unit, sub)
+    files = [root] if root.is_file() else sorted(Path(root).rglob("*.yaml"))
+    for f in files:
+        docs += [d for d in yaml.safe_load_all(f.read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
+    return docs
+
+
+def wait_crds_established(lab: Lab, names: list[str], timeout: float = 60) -> None:
+    ext = k.ApiextensionsV1Api(kube.api(lab))
+
+    def ok() -> bool:
+        for n in names:
+            try:
+                crd = ext.read_custom_resource_definition(n)
+            except k.ApiException:
+                return False
+            if not any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or []):
+                return False
+        return True
+
+    kube.wait_for(ok, timeout, f"CRDs {names} established")
+
+
+def _sa(ns: str, name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}}
+
+
+def _crb(name: str, role: str, ns: str, sa: str) -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]}
+
+
+def _deployment(ns: str, name: str, sa: str, image: str, args: list[str], config: str | None = None,
+                mount: str = "/etc/config") -> dict:
+    c = {"name": name, "image": image, "args": args, "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
+    pod_spec: dict = {"serviceAccountName": sa, "containers": [c]}
+    if config:
+        c["volumeMounts"] = [{"name": "config", "mountPath": mount}]
+        pod_spec["volumes"] = [{"name": "config", "configMap": {"name": config}}]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}}
+
+
+def _ns(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+# ---- scheduler-plugins as a second scheduler ------------------------------------------------------
+def sp_rbac() -> list[dict]:
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "lab-sp-scheduler-extra"},
+            "rules": [
+                {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups", "elasticquotas"],
+                 "verbs": ["get", "list", "watch", "update", "patch"]},
+                {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status", "elasticquotas/status"],
+                 "verbs": ["get", "update", "patch"]},
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                 "verbs": ["create", "get", "list", "update", "watch"]},
+            ]}
+    return [
+        role,
+        _crb("lab-sp-scheduler-kube-scheduler", "system:kube-scheduler", SP_NS, SP_NAME),
+        _crb("lab-sp-scheduler-volume-scheduler", "system:volume-scheduler", SP_NS, SP_NAME),
+        _crb("lab-sp-scheduler-extra", "lab-sp-scheduler-extra", SP_NS, SP_NAME),
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "lab-sp-scheduler-auth-reader", "namespace": "kube-system"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                     "name": "extension-apiserver-authentication-reader"},
+         "subjects": [{"kind": "ServiceAccount", "name": SP_NAME, "namespace": SP_NS}]},
+    ]
+
+
+def sp_second_scheduler(permit_wait: int = 60) -> list[dict]:
+    cfg = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{
+            "schedulerName": SP_NAME,
+            "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                        "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}},
+            "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": permit_wait}}],
+        }],
+    }
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "scheduler-config", "namespace": SP_NS},
+          "data": {"scheduler-config.yaml": yaml.safe_dump(cfg, sort_keys=False)}}
+    dep = _deployment(SP_NS, SP_NAME, SP_NAME, f"registry.k8s.io/scheduler-plugins/kube-scheduler:{V.SCHEDULER_PLUGINS}",
+                      ["--config=/etc/kubernetes/scheduler-config.yaml", "--v=2"], config="scheduler-config",
+                      mount="/etc/kubernetes")
+    return [_ns(SP_NS), _sa(SP_NS, SP_NAME), cm, dep]
+
+
+def install_scheduler_plugins(lab: Lab) -> None:
+    docs = crds("scheduler-plugins", "coscheduling")
+    kube.apply(lab, docs, server_side=True)
+    wait_crds_established(lab, [d["metadata"]["name"] for d in docs])
+    kube.apply(lab, sp_second_scheduler() + sp_rbac())
+    wait_deployment(lab, SP_NS, SP_NAME)
+
+
+# ---- Volcano --------------------------------------------------------------------------------------
+VC_CONF = """actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def vc_scheduler_rbac() -> list[dict]:
+    ro = ["get", "list", "watch"]
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "lab-vc-scheduler"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ro + ["update", "patch", "delete"]},
+                {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["update", "patch"]},
+                {"apiGroups": [""], "resources": ["pods/binding", "bindings"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list", "watch", "update", "patch"]},
+                {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "update", "patch"]},
+                {"apiGroups": [""], "resources": ["nodes", "namespaces", "resourcequotas", "persistentvolumes",
+                                                  "persistentvolumeclaims", "configmaps", "services",
+                                                  "replicationcontrollers"], "verbs": ro},
+                {"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": ro},
+                {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ro},
+                {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ro},
+                {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes", "csidrivers",
+                                                                "csistoragecapacities", "volumeattachments"],
+                 "verbs": ro},
+                {"apiGroups": ["resource.k8s.io"], "resources": ["*"], "verbs": ro},
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                 "verbs": ["create", "get", "list", "update", "watch"]},
+                {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups", "queues"],
+                 "verbs": ro + ["create", "update", "patch", "delete"]},
+                {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups/status", "queues/status"],
+                 "verbs": ["update", "patch"]},
+                {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ro},
+                {"apiGroups": ["nodeinfo.volcano.sh"], "resources": ["numatopologies"], "verbs": ro},
+            ]}
+    return [role, _crb("lab-vc-scheduler", "lab-vc-scheduler", VC_NS, "vc-scheduler")]
+
+
+def vc_scheduler() -> list[dict]:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vc-scheduler-config", "namespace": VC_NS},
+          "data": {"volcano-scheduler.conf": VC_CONF}}
+    dep = _deployment(VC_NS, "vc-scheduler", "vc-scheduler", f"volcanosh/vc-scheduler:{V.VOLCANO}",
+                      ["--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf", "--leader-elect=false",
+                       "--logtostderr", "--enable-healthz=false", "--enable-metrics=false", "-v=3"],
+                      config="vc-scheduler-config", mount="/volcano.scheduler")
+    return [_ns(VC_NS), _sa(VC_NS, "vc-scheduler"), cm, dep]
+
+
+def install_volcano_crds(lab: Lab) -> None:
+    docs = crds("volcano", "crds")
+    kube.apply(lab, docs, server_side=True)
+    wait_crds_established(lab, [d["metadata"]["name"] for d in docs])
+
+
+def install_volcano(lab: Lab, rbac: bool = True) -> None:
+    install_volcano_crds(lab)
+    kube.apply(lab, vc_scheduler() + (vc_scheduler_rbac() if rbac else []))
+    wait_deployment(lab, VC_NS, "vc-scheduler")
+
+
+def wait_deployment(lab: Lab, ns: str, name: str, timeout: float = 60) -> None:
+    core = k.CoreV1Api(kube.api(lab))
+
+    def ready() -> bool:
+        pods = core.list_namespaced_pod(ns, label_selector=f"app={name}").items
+        return any(p.status.phase == "Running" and any(c.type == "Ready" and c.status == "True"
+                                                        for c in p.status.conditions or []) for p in pods)
+
+    kube.wait_for(ready, timeout, f"{ns}/{name} to run")
+
+
+# ---- gangs ----------------------------------------------------------------------------------------
+def gang(ns: str, name: str, size: int, scheduler: str, gpus: int = 1, min_member: int | None = None) -> list[dict]:
+    """A PodGroup (for the given scheduler) and ``size`` pods of ``gpus`` GPUs each that join it."""
+    min_member = size if min_member is None else min_member
+    docs: list[dict] = []
+    labels = {"app": name}
+    annotations: dict = {}
+    sched_name = "default-scheduler"
+    if scheduler == "scheduler-plugins":
+        sched_name = SP_NAME
+        docs.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                     "metadata": {"name": name, "namespace": ns},
+                     "spec": {"minMember": min_member, "scheduleTimeoutSeconds": 600}})
+        labels["scheduling.x-k8s.io/pod-group"] = name
+    elif scheduler == "volcano":
+        sched_name = "volcano"
+        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                     "metadata": {"name": name, "namespace": ns},
+                     "spec": {"minMember": min_member, "queue": "default"}})
+        annotations["scheduling.k8s.io/group-name"] = name
+    for i in range(size):
+        docs.append({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-{i}", "namespace": ns, "labels": labels, "annotations": annotations},
+            "spec": {"schedulerName": sched_name, "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "worker", "image": "busybox:1.36",
+                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
+        })
+    return docs
+
+
+def observe_gang(lab: Lab, ns: str, name: str, size: int, scheduler: str, hold: float = 20.0,
+                 add_gpus: int = 0) -> dict:
+    """Create a gang, watch it ``hold`` seconds, optionally add a GPU node and watch it start.
+
+    Returns what was seen: bound pods during the hold, Running/Pending at the end of the hold, and
+    (after adding GPUs) how long until all ran.
+    """
+    from . import nodes
+
+    out: dict = {"scheduler": scheduler, "size": size}
+    added = None
+    with kube.PodWatcher(lab, ns, f"app={name}") as w:
+        kube.apply(lab, gang(ns, name, size, scheduler))
+        t0 = time.monotonic()
+        time.sleep(hold)
+        s = w.snapshot()
+        out["bound_during_hold"] = sorted(s.ever_bound())
+        out["running_after_hold"] = sorted(s.running())
+        out["pending_after_hold"] = sorted(s.pending())
+        out["hold_seconds"] = round(time.monotonic() - t0, 1)
+        if add_gpus:
+            api = nodes.client(lab.kubeconfig)
+            added = nodes.add(api, gpus=add_gpus)
+            nodes.wait_ready(api, names=[added])
+            t1 = time.monotonic()
+            try:
+                kube.wait_for(lambda: len(w.snapshot().running()) == size, 60, f"all {size} pods Running")
+                out["all_running_after_s"] = round(time.monotonic() - t1, 1)
+            except TimeoutError:
+                out["all_running_after_s"] = None
+            s = w.snapshot()
+            out["running_final"] = sorted(s.running())
+            out["pending_final"] = sorted(s.pending())
+    out["added_node"] = added
+    return out

@@ -1,0 +1,64 @@
+"""The lab as a session-scoped fixture: started once, torn down at the end; on a failing test the
+tail of every component's log (and of every runner pod's) is attached to the report."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from kubernetes import client as k
+
+from lab import build, kube, procs
+from lab.cluster import Lab
+
+
+@pytest.fixture(scope="session")
+def lab():
+    missing = []
+    for b in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl"):
+        try:
+            build.binary_path(b)
+        except build.BuildError:
+            missing.append(b)
+    if missing:
+        pytest.fail(f"lab binaries not built: {', '.join(missing)}; run: python -m lab build", pytrace=False)
+    the_lab = Lab()
+    reuse = os.environ.get("GANGSCHED_LAB_REUSE") == "1"
+    the_lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, reuse=reuse, log=lambda *_: None)
+    yield the_lab
+    if not reuse:
+        the_lab.down(log=lambda *_: None)
+
+
+@pytest.fixture(scope="session")
+def api(lab):
+    return kube.api(lab)
+
+
+@pytest.fixture(scope="session")
+def core(api):
+    return k.CoreV1Api(api)
+
+
+@pytest.fixture
+def namespace(core):
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    kube.ensure_namespace(core, name)
+    yield name
+    kube.delete_namespace(core, name, timeout=120)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when != "call" or not rep.failed or "lab" not in item.fixturenames:
+        return
+    the_lab = Lab()
+    parts = []
+    for c in ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runner"):
+        parts.append(f"--- {c} ---\n" + "\n".join(procs.tail(the_lab.logs / f"{c}.log", 25)))
+    for log in sorted(the_lab.pods.glob("*/*.log")) if the_lab.pods.exists() else ():
+        parts.append(f"--- pod {log.parent.name}/{log.stem} ---\n" + "\n".join(procs.tail(log, 25)))
+    rep.sections.append(("lab component logs", "\n".join(parts)))

@@ -1,0 +1,81 @@
+"""The lab's control plane is real: version, RBAC enforcement, node add/remove, bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from kubernetes import client as k
+
+from lab import nodes
+from lab.cluster import REPO
+
+
+def test_server_version_is_v1_33(api):
+    v = k.VersionApi(api).get_code()
+    assert v.git_version.startswith("v1.33."), v.git_version
+    assert v.minor == "33"
+
+
+def test_serviceaccount_without_rights_gets_403(lab, core, namespace):
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "nobody"}})
+    token = core.create_namespaced_service_account_token("nobody", namespace, {"spec": {"expirationSeconds": 600}})
+    cfg = k.Configuration()
+    cfg.host = lab.api_url()
+    cfg.ssl_ca_cert = str(lab.pki / "ca.crt")
+    cfg.api_key = {"authorization": f"Bearer {token.status.token}"}
+    with k.ApiClient(cfg) as c:
+        with pytest.raises(k.ApiException) as e:
+            k.CoreV1Api(c).list_namespaced_pod("kube-system")
+    assert e.value.status == 403
+    assert "system:serviceaccount:" + namespace + ":nobody" in e.value.body
+
+
+def test_gpu_nodes_carry_capacity_and_product_label(core):
+    gpu = [n for n in core.list_node().items if n.metadata.name.startswith("gpu-node-")]
+    assert len(gpu) >= 4
+    for n in gpu:
+        assert n.status.allocatable["nvidia.com/gpu"] == "1"
+        assert n.metadata.labels["nvidia.com/gpu.product"] == nodes.GPU_PRODUCT
+
+
+def test_nodes_add_and_remove_at_run_time(lab, api, core):
+    name = nodes.add(api, gpus=2)
+    try:
+        nodes.wait_ready(api, names=[name])
+        assert core.read_node(name).status.allocatable["nvidia.com/gpu"] == "2"
+    finally:
+        nodes.remove(api, name)
+    assert name not in {n.metadata.name for n in core.list_node().items}
+
+
+def _lab_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lab", *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_second_up_is_refused_with_a_clear_message(lab):
+    r = _lab_cli("up")
+    assert r.returncode == 2
+    assert "already running" in r.stderr and "python -m lab down" in r.stderr
+
+
+def test_status_lists_every_component_up(lab):
+    r = _lab_cli("status")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for c in ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runner"):
+        assert any(line.startswith(c) and " up " in line for line in r.stdout.splitlines()), r.stdout
+
+
+def test_logs_of_unknown_component_names_the_choices(lab):
+    r = _lab_cli("logs", "kubelet")
+    assert r.returncode == 2 and "unknown component 'kubelet'" in r.stderr and "pod/NS/NAME" in r.stderr
+
+
+def test_no_lab_process_listens_beyond_loopback(lab):
+    pids = {str(lab.pid(c)) for c in ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runner")}
+    out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if any(f"pid={p}," in line for p in pids):
+            local = line.split()[3]
+            assert local.startswith(("127.0.0.1:", "[::1]:")), line
