@@ -103,8 +103,10 @@ UNITS: tuple[Unit, ...] = (
         version=V.SCHEDULER_PLUGINS,
         overrides=V.KUBERNETES_OVERRIDES,
         binaries=(
-            Binary("sp-scheduler", "sigs.k8s.io/scheduler-plugins/cmd/scheduler", _k8s_ldflags(V.SCHEDULER_PLUGINS)),
-            Binary("sp-controller", "sigs.k8s.io/scheduler-plugins/cmd/controller", _k8s_ldflags(V.SCHEDULER_PLUGINS)),
+            # scheduler-plugins reports the Kubernetes release it is built on: component-base derives
+            # the emulation version from it, and a v0.x value makes the scheduler refuse to start
+            Binary("sp-scheduler", "sigs.k8s.io/scheduler-plugins/cmd/scheduler", _k8s_ldflags(V.KUBERNETES)),
+            Binary("sp-controller", "sigs.k8s.io/scheduler-plugins/cmd/controller", _k8s_ldflags(V.KUBERNETES)),
         ),
         artifacts=(
             ("sigs.k8s.io/scheduler-plugins:manifests/coscheduling", "coscheduling"),

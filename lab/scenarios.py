@@ -113,7 +113,10 @@ def sp_second_scheduler(permit_wait: int = 60) -> list[dict]:
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "scheduler-config", "namespace": SP_NS},
           "data": {"scheduler-config.yaml": yaml.safe_dump(cfg, sort_keys=False)}}
     dep = _deployment(SP_NS, SP_NAME, SP_NAME, f"registry.k8s.io/scheduler-plugins/kube-scheduler:{V.SCHEDULER_PLUGINS}",
-                      ["--config=/etc/kubernetes/scheduler-config.yaml", "--v=2"], config="scheduler-config",
+                      # Coscheduling registers no Node events: a rejected gang is retried only after this
+                      # (upstream default 5m); the lab retries within seconds of "add a GPU node"
+                      ["--config=/etc/kubernetes/scheduler-config.yaml", "--pod-max-in-unschedulable-pods-duration=10s",
+                       "--v=2"], config="scheduler-config",
                       mount="/etc/kubernetes")
     return [_ns(SP_NS), _sa(SP_NS, SP_NAME), cm, dep]
 
