@@ -156,6 +156,13 @@ class Lab:
         ], env)
         self._wait(lambda: _http_ok(f"{etcd_url}/health"), "etcd", 30)
 
+        audit_policy = self.root / "audit-policy.yaml"
+        audit_policy.write_text(yaml.safe_dump({
+            "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+            # every request's user, verb, object and response code: what RBAC allowed or refused
+            "rules": [{"level": "None", "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}]},
+                      {"level": "Metadata"}],
+        }))
         log(f"starting kube-apiserver on {server}")
         self._start("kube-apiserver", [
             str(build.binary_path("kube-apiserver")), f"--etcd-servers={etcd_url}",
@@ -168,6 +175,8 @@ class Lab:
             "--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.96.0.0/16",
             "--endpoint-reconciler-type=none", "--allow-privileged=true", "--profiling=false",
             "--enable-priority-and-fairness=false", "--watch-cache=true", "--v=1",
+            f"--audit-policy-file={audit_policy}", f"--audit-log-path={self.logs / 'audit.log'}",
+            "--audit-log-maxsize=200", "--audit-log-maxbackup=1", "--audit-log-format=json",
             f"--requestheader-client-ca-file={self.pki / 'ca.crt'}", "--requestheader-allowed-names=front-proxy-client",
             "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
@@ -316,6 +325,24 @@ class Lab:
                          "log": procs.tail(pidfile.with_suffix(".log"), 3)}
         return out
 
+    def audit_events(self, user: str | None = None, code: int | None = None) -> list[dict]:
+        """Entries of the apiserver's audit log, optionally of one user and/or response code."""
+        out = []
+        try:
+            with open(self.logs / "audit.log", errors="replace") as f:
+                for line in f:
+                    if user and user not in line:
+                        continue
+                    ev = json.loads(line)
+                    if user and ev.get("user", {}).get("username") != user:
+                        continue
+                    if code is not None and ev.get("responseStatus", {}).get("code") != code:
+                        continue
+                    out.append(ev)
+        except OSError:
+            pass
+        return out
+
     def log_path(self, what: str) -> Path:
         if what.startswith("pod/"):
             parts = what.split("/")
@@ -329,8 +356,10 @@ class Lab:
                 raise LabError(f"no logs for {what}: the runner runs only pods of known component images "
                                "(see python -m lab status)")
             return logs[0]
+        if what == "audit":
+            return self.logs / "audit.log"
         if what not in COMPONENTS:
-            raise LabError(f"unknown component {what!r}; one of: {', '.join(COMPONENTS)}, or pod/NS/NAME")
+            raise LabError(f"unknown component {what!r}; one of: {', '.join(COMPONENTS)}, audit, or pod/NS/NAME")
         return self.logs / f"{what}.log"
 
 

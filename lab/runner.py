@@ -223,6 +223,7 @@ class PodRun:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.containers = [Container(self, c, images.binary_for(c["image"])) for c in pod["spec"]["containers"]]
         self.token_refreshed = 0.0
+        self.volumes_refreshed = 0.0
         self.pod_ip = runner.allocate_ip()
         self.last_status: str | None = None
         self.stopping = False
@@ -285,7 +286,9 @@ class PodRun:
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(data[key])
 
-    def materialise_volumes(self) -> dict[str, Path]:
+    def materialise_volumes(self, tokens: bool = True) -> dict[str, Path]:
+        """Write the pod's volumes under its directory, in place (the files stay the ones bind-mounted
+        into a running container, as kubelet keeps mounted ConfigMaps and Secrets current)."""
         vols: dict[str, Path] = {}
         root = self.dir / "volumes"
         for v in self.pod["spec"].get("volumes") or []:
@@ -294,9 +297,7 @@ class PodRun:
             if "hostPath" in v:
                 vols[name] = Path(v["hostPath"]["path"])
                 continue
-            if target.exists():
-                shutil.rmtree(target)
-            target.mkdir(parents=True)
+            target.mkdir(parents=True, exist_ok=True)
             if "configMap" in v:
                 cm = v["configMap"]
                 data = self._read_configmap(cm["name"], cm.get("optional", False))
@@ -311,8 +312,9 @@ class PodRun:
                 for src in v["projected"].get("sources") or []:
                     if "serviceAccountToken" in src:
                         t = src["serviceAccountToken"]
-                        (target / t["path"]).write_text(
-                            self._token(t.get("audience"), t.get("expirationSeconds", 3600)))
+                        if tokens or not (target / t["path"]).exists():
+                            (target / t["path"]).write_text(
+                                self._token(t.get("audience"), t.get("expirationSeconds", 3600)))
                     elif "configMap" in src:
                         data = self._read_configmap(src["configMap"]["name"], src["configMap"].get("optional", False))
                         if data is not None:
@@ -334,7 +336,9 @@ class PodRun:
             else:
                 raise PodSetupError("CreateContainerConfigError", f"volume {name}: type not supported by the lab")
             vols[name] = target
-        self.token_refreshed = time.monotonic()
+        if tokens:
+            self.token_refreshed = time.monotonic()
+        self.volumes_refreshed = time.monotonic()
         return vols
 
     def env_for(self, c: dict) -> dict[str, str]:
@@ -417,11 +421,12 @@ class PodRun:
                 except build.BuildError as e:
                     ctr.waiting = ("LabBinaryMissing", str(e))
                     ctr.next_start = time.monotonic() + 10
-        if time.monotonic() - self.token_refreshed > 1800 and any(c.alive() for c in self.containers):
-            try:
-                self.materialise_volumes()  # refresh tokens and ConfigMap contents in place
+        if any(c.alive() for c in self.containers) and time.monotonic() - self.volumes_refreshed > 5:
+            try:  # ConfigMap/Secret contents every few seconds, tokens every 30 minutes
+                self.materialise_volumes(tokens=time.monotonic() - self.token_refreshed > 1800)
             except PodSetupError as e:
                 log(f"{self.ns}/{self.name}: volume refresh failed: {e}")
+                self.volumes_refreshed = time.monotonic()
         self.push_status()
 
     def status(self) -> dict:

@@ -277,3 +277,103 @@ def observe_gang(lab: Lab, ns: str, name: str, size: int, scheduler: str, hold: 
             out["pending_final"] = sorted(s.pending())
     out["added_node"] = added
     return out
+
+
+# ---- Kubeflow operators (lab-only minimal manifests; the collection installs the upstream ones) -----
+TO_NS = "kubeflow"
+MPI_NS = "mpi-operator"
+
+
+def _role(name: str, rules: list[dict]) -> dict:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+            "rules": rules}
+
+
+_ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]
+
+
+def training_operator(gang_flag: str | None = "--gang-scheduler-name=volcano") -> list[dict]:
+    rules = [
+        {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs", "pytorchjobs/status", "pytorchjobs/finalizers"],
+         "verbs": _ALL},
+        {"apiGroups": [""], "resources": ["pods", "services", "events", "configmaps"], "verbs": _ALL},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "update"]},
+        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
+         "verbs": ["get", "list", "watch", "update"]},
+        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _ALL},
+        {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": _ALL},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": _ALL},
+    ]
+    command = ["/manager", "--enable-scheme=pytorchjob"] + ([gang_flag] if gang_flag else [])
+    dep = _deployment(TO_NS, "training-operator", "training-operator",
+                      "kubeflow/training-operator:v1-855e096", [])
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    c.pop("args")
+    c["command"] = command
+    c["env"] = [{"name": "MY_POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]
+    c["volumeMounts"] = [{"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs", "readOnly": True}]
+    dep["spec"]["template"]["spec"]["volumes"] = [
+        {"name": "cert", "secret": {"secretName": "training-operator-webhook-cert", "defaultMode": 420}}]
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+              "metadata": {"name": "training-operator-webhook-cert", "namespace": TO_NS}}
+    # the operator's cert rotator waits for this object before it starts its controllers; it lists no
+    # webhooks, as the apiserver cannot reach a pod's webhook server in the lab
+    vwc = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+           "metadata": {"name": "validator.training-operator.kubeflow.org"}, "webhooks": []}
+    return [_ns(TO_NS), _sa(TO_NS, "training-operator"), secret, vwc, _role("lab-training-operator", rules),
+            _crb("lab-training-operator", "lab-training-operator", TO_NS, "training-operator"), dep]
+
+
+def install_training_operator(lab: Lab, gang_flag: str | None = "--gang-scheduler-name=volcano") -> None:
+    docs = [d for d in crds("training-operator", "crds") if d["metadata"]["name"] == "pytorchjobs.kubeflow.org"]
+    kube.apply(lab, docs, server_side=True)
+    wait_crds_established(lab, [d["metadata"]["name"] for d in docs])
+    kube.apply(lab, training_operator(gang_flag))
+    wait_deployment(lab, TO_NS, "training-operator")
+
+
+def mpi_operator(gang_flag: str | None = "--gang-scheduling=volcano") -> list[dict]:
+    rules = [
+        {"apiGroups": ["kubeflow.org"], "resources": ["mpijobs", "mpijobs/status", "mpijobs/finalizers"],
+         "verbs": _ALL},
+        {"apiGroups": [""], "resources": ["pods", "services", "events", "configmaps", "secrets"], "verbs": _ALL},
+        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": _ALL},
+        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups", "queues"], "verbs": _ALL},
+        {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": _ALL},
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": _ALL},
+    ]
+    args = ["-alsologtostderr", "--lock-namespace=mpi-operator"] + ([gang_flag] if gang_flag else [])
+    dep = _deployment(MPI_NS, "mpi-operator", "mpi-operator", "mpioperator/mpi-operator:0.6.0", args)
+    return [_ns(MPI_NS), _sa(MPI_NS, "mpi-operator"), _role("lab-mpi-operator", rules),
+            _crb("lab-mpi-operator", "lab-mpi-operator", MPI_NS, "mpi-operator"), dep]
+
+
+def install_mpi_operator(lab: Lab, gang_flag: str | None = "--gang-scheduling=volcano") -> None:
+    docs = crds("mpi-operator", "manifests")
+    kube.apply(lab, docs, server_side=True)
+    wait_crds_established(lab, [d["metadata"]["name"] for d in docs])
+    kube.apply(lab, mpi_operator(gang_flag))
+    wait_deployment(lab, MPI_NS, "mpi-operator")
+
+
+def pytorchjob(ns: str, name: str, workers: int, gpus: int = 1) -> dict:
+    def replica(n: int) -> dict:
+        return {"replicas": n, "restartPolicy": "OnFailure",
+                "template": {"spec": {"containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.3.0",
+                                                      "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}}
+
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name, "namespace": ns},
+            "spec": {"pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(workers)}}}
+
+
+def mpijob(ns: str, name: str, workers: int, gpus: int = 1) -> dict:
+    def replica(n: int, res: dict) -> dict:
+        return {"replicas": n, "template": {"spec": {"containers": [
+            {"name": "mpi", "image": "mpioperator/mpi-pi:openmpi", "resources": {"limits": res}}]}}}
+
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name, "namespace": ns},
+            "spec": {"slotsPerWorker": 1, "runPolicy": {"cleanPodPolicy": "Running"},
+                     "mpiReplicaSpecs": {"Launcher": replica(1, {"cpu": "1"}),
+                                         "Worker": replica(workers, {"nvidia.com/gpu": str(gpus)})}}}

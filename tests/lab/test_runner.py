@@ -1,0 +1,108 @@
+"""The pod-process runner is real: a component's own ServiceAccount, args and config decide."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kubernetes import client as k
+
+from lab import kube, nodes, scenarios
+
+VC = scenarios.VC_NS
+
+
+@pytest.fixture
+def volcano_without_rbac(lab, core):
+    kube.delete(lab, scenarios.vc_scheduler()[1:] + scenarios.vc_scheduler_rbac())
+    kube.wait_for(lambda: not core.list_namespaced_pod(VC, label_selector="app=vc-scheduler").items
+                  if _ns_exists(core, VC) else True, 60, "old vc-scheduler pods gone")
+    scenarios.install_volcano_crds(lab)
+    kube.apply(lab, scenarios.vc_scheduler())
+    yield lab
+    kube.delete(lab, scenarios.vc_scheduler()[1:] + scenarios.vc_scheduler_rbac())
+
+
+def _ns_exists(core, name: str) -> bool:
+    try:
+        core.read_namespace(name)
+        return True
+    except k.ApiException:
+        return False
+
+
+def test_vc_scheduler_without_rights_is_forbidden_then_works_once_bound(volcano_without_rbac, core, namespace):
+    lab = volcano_without_rbac
+    user = f"system:serviceaccount:{VC}:vc-scheduler"
+    # the process really calls the apiserver as its own ServiceAccount, and RBAC refuses it
+    denied = kube.wait_for(lambda: lab.audit_events(user=user, code=403), 60, "403s for vc-scheduler's SA")
+    assert any(e["objectRef"]["resource"] == "queues" for e in denied), denied[:3]
+    with kube.PodWatcher(lab, namespace, "app=fits") as w:
+        kube.apply(lab, scenarios.gang(namespace, "fits", 2, "volcano"))
+        time.sleep(10)
+        assert w.snapshot().ever_bound() == set(), "a scheduler without RBAC must not bind anything"
+        kube.apply(lab, scenarios.vc_scheduler_rbac())
+        kube.wait_for(lambda: len(w.snapshot().running()) == 2, 90, "gang to run once vc-scheduler has its rights")
+
+
+@pytest.fixture(scope="module")
+def volcano(lab):
+    scenarios.install_volcano(lab)
+    return lab
+
+
+@pytest.fixture
+def extra_nodes(api):
+    added: list[str] = []
+    yield added
+    for n in added:
+        nodes.remove(api, n)
+
+
+def _podgroup(api, ns: str, name: str):
+    co = k.CustomObjectsApi(api)
+    try:
+        return co.get_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", ns, "podgroups", name)
+    except k.ApiException:
+        return None
+
+
+def test_training_operator_creates_volcano_podgroup_and_gang_schedules(volcano, api, namespace, extra_nodes):
+    lab = volcano
+    scenarios.install_training_operator(lab)
+    try:
+        with kube.PodWatcher(lab, namespace) as w:
+            # 1 master + 4 workers x 1 GPU = 5 GPUs on a 4-GPU lab: all must wait
+            kube.apply(lab, [scenarios.pytorchjob(namespace, "ptj", workers=4)])
+            pg = kube.wait_for(lambda: _podgroup(api, namespace, "ptj"), 60, "PodGroup for the PyTorchJob")
+            assert pg["spec"]["minMember"] == 5
+            assert pg["spec"]["minResources"]["nvidia.com/gpu"] == "5"
+            time.sleep(15)
+            s = w.snapshot()
+            # Volcano keeps the PodGroup out of the queue (it does not fit), so the operator holds
+            # back the pods: nothing is bound, no GPU is held
+            assert s.ever_bound() == set(), f"partial gang bound: {s.events}"
+            assert _podgroup(api, namespace, "ptj").get("status", {}).get("phase") in (None, "Pending")
+            extra_nodes.append(nodes.add(api, gpus=1))
+            kube.wait_for(lambda: len(w.snapshot().running()) == 5, 90, "all 5 PyTorchJob pods Running")
+            pods = k.CoreV1Api(api).list_namespaced_pod(namespace).items
+            assert {p.spec.scheduler_name for p in pods} == {"volcano"}
+            assert all(p.metadata.annotations.get("scheduling.k8s.io/group-name") == "ptj" for p in pods)
+    finally:
+        kube.delete(lab, scenarios.training_operator()[3:])
+
+
+def test_mpi_operator_creates_volcano_podgroup_for_an_mpijob(volcano, api, namespace):
+    lab = volcano
+    scenarios.install_mpi_operator(lab)
+    try:
+        with kube.PodWatcher(lab, namespace) as w:
+            kube.apply(lab, [scenarios.mpijob(namespace, "mpi", workers=4)])
+            pg = kube.wait_for(lambda: _podgroup(api, namespace, "mpi"), 60, "PodGroup for the MPIJob")
+            assert pg["spec"]["minMember"] == 5  # launcher + 4 workers
+            kube.wait_for(lambda: len([n for n in w.snapshot().running() if "worker" in n]) == 4, 90,
+                          "4 MPIJob workers Running")
+            pods = k.CoreV1Api(api).list_namespaced_pod(namespace).items
+            assert {p.spec.scheduler_name for p in pods} == {"volcano"}
+    finally:
+        kube.delete(lab, scenarios.mpi_operator()[2:])
