@@ -21,10 +21,13 @@ def _cmd_build(a) -> int:
 
 def _cmd_up(a) -> int:
     lab = Lab()
-    st = lab.up(gpu_nodes=a.gpu_nodes, gpus_per_node=a.gpus_per_node, cpu_nodes=a.cpu_nodes,
-                api_port=a.api_port, reuse=a.reuse)
-    print(f"\nlab is up in {st.get('up_seconds', 0)}s: {a.gpu_nodes} GPU node(s) x {a.gpus_per_node} GPU, "
-          f"{a.cpu_nodes} CPU node(s); apiserver https://127.0.0.1:{st['ports']['apiserver']}")
+    st = lab.up(
+        gpu_nodes=a.gpu_nodes, gpus_per_node=a.gpus_per_node, cpu_nodes=a.cpu_nodes, api_port=a.api_port, reuse=a.reuse
+    )
+    print(
+        f"\nlab is up in {st.get('up_seconds', 0)}s: {a.gpu_nodes} GPU node(s) x {a.gpus_per_node} GPU, "
+        f"{a.cpu_nodes} CPU node(s); apiserver https://127.0.0.1:{st['ports']['apiserver']}"
+    )
     print(f"  export KUBECONFIG={lab.kubeconfig}")
     print(f"  kubectl:   {B.binary_path('kubectl') if _built('kubectl') else 'kubectl'} get nodes")
     print("  status:    python -m lab status      stop: python -m lab down")
@@ -59,7 +62,7 @@ def _cmd_status(a) -> int:
 def _cmd_logs(a) -> int:
     path = Lab().log_path(a.what)
     lines = path.read_text(errors="replace").splitlines()
-    print("\n".join(lines[-a.tail:] if a.tail else lines))
+    print("\n".join(lines[-a.tail :] if a.tail else lines))
     return 0
 
 

@@ -315,7 +315,10 @@ def build_unit(unit: Unit, log=print) -> bool:
     if (gm_mod, gm_ver) not in requires:
         requires.append((gm_mod, gm_ver))
     text = wrapper_gomod(
-        (upstream_dir / "go.mod").read_text(), f"gangsched.lab/build/{unit.name}", requires, unit.overrides,
+        (upstream_dir / "go.mod").read_text(),
+        f"gangsched.lab/build/{unit.name}",
+        requires,
+        unit.overrides,
         unit.staging_version,
     )
     (src / "go.mod").write_text(text)

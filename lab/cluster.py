@@ -64,8 +64,12 @@ class Lab:
         cfg = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "gangsched-lab", "cluster": {
-                "server": server, "certificate-authority": str(self.pki / "ca.crt")}}],
+            "clusters": [
+                {
+                    "name": "gangsched-lab",
+                    "cluster": {"server": server, "certificate-authority": str(self.pki / "ca.crt")},
+                }
+            ],
             "users": [{"name": user, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
             "contexts": [{"name": "gangsched-lab", "context": {"cluster": "gangsched-lab", "user": user}}],
             "current-context": "gangsched-lab",
@@ -76,8 +80,15 @@ class Lab:
         return path
 
     # ---- up ------------------------------------------------------------------------------------
-    def up(self, gpu_nodes: int = 4, gpus_per_node: int = 1, cpu_nodes: int = 1, api_port: int | None = None,
-           reuse: bool = False, log=print) -> dict:
+    def up(
+        self,
+        gpu_nodes: int = 4,
+        gpus_per_node: int = 1,
+        cpu_nodes: int = 1,
+        api_port: int | None = None,
+        reuse: bool = False,
+        log=print,
+    ) -> dict:
         t0 = time.monotonic()
         run = self.running()
         if any(run.values()):
@@ -99,13 +110,22 @@ class Lab:
         for d in (self.pki, self.logs, self.pids, self.etc, self.manifests, self.pods):
             d.mkdir(parents=True, exist_ok=True)
         ports = {
-            "etcd": free_port(), "etcd_peer": free_port(), "apiserver": api_port or free_port(),
-            "controller_manager": free_port(), "kwok": free_port(),
+            "etcd": free_port(),
+            "etcd_peer": free_port(),
+            "apiserver": api_port or free_port(),
+            "controller_manager": free_port(),
+            "kwok": free_port(),
         }
         if api_port and not port_free(api_port):
             raise LabError(f"port {api_port} on 127.0.0.1 is busy; pick another --api-port or free it")
-        st = {"ports": ports, "started": time.time(), "gpu_nodes": gpu_nodes, "gpus_per_node": gpus_per_node,
-              "cpu_nodes": cpu_nodes, "versions": {"kubernetes": V.KUBERNETES}}
+        st = {
+            "ports": ports,
+            "started": time.time(),
+            "gpu_nodes": gpu_nodes,
+            "gpus_per_node": gpus_per_node,
+            "cpu_nodes": cpu_nodes,
+            "versions": {"kubernetes": V.KUBERNETES},
+        }
         self.save_state(st)
         try:
             self._start_all(st, log)
@@ -131,89 +151,165 @@ class Lab:
         p = st["ports"]
         ca = pki.CA(self.pki)
         api_crt, api_key = ca.issue(
-            "apiserver", "kube-apiserver",
-            server_names=("127.0.0.1", "localhost", "kubernetes", "kubernetes.default",
-                          "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "10.96.0.1"),
+            "apiserver",
+            "kube-apiserver",
+            server_names=(
+                "127.0.0.1",
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+                "10.96.0.1",
+            ),
         )
         sa_pub, sa_key = pki.service_account_keypair(self.pki)
         server = f"https://127.0.0.1:{p['apiserver']}"
         adm = ca.issue("admin", "kubernetes-admin", "system:masters")
         self._kubeconfig(self.kubeconfig, "kubernetes-admin", *adm, server)
-        kcm = self._kubeconfig(self.etc / "controller-manager.conf", "system:kube-controller-manager",
-                               *ca.issue("controller-manager", "system:kube-controller-manager"), server)
-        self._kubeconfig(self.etc / "scheduler.conf", "system:kube-scheduler",
-                         *ca.issue("scheduler", "system:kube-scheduler"), server)
+        kcm = self._kubeconfig(
+            self.etc / "controller-manager.conf",
+            "system:kube-controller-manager",
+            *ca.issue("controller-manager", "system:kube-controller-manager"),
+            server,
+        )
+        self._kubeconfig(
+            self.etc / "scheduler.conf",
+            "system:kube-scheduler",
+            *ca.issue("scheduler", "system:kube-scheduler"),
+            server,
+        )
         env = dict(os.environ)
 
         log(f"starting etcd on 127.0.0.1:{p['etcd']}")
         etcd_url, peer_url = f"http://127.0.0.1:{p['etcd']}", f"http://127.0.0.1:{p['etcd_peer']}"
-        self._start("etcd", [
-            str(build.binary_path("etcd")), "--name=lab", f"--data-dir={self.root / 'etcd'}",
-            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
-            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
-            f"--initial-cluster=lab={peer_url}", "--unsafe-no-fsync=true", "--quota-backend-bytes=4294967296",
-            "--log-level=warn",
-        ], env)
+        self._start(
+            "etcd",
+            [
+                str(build.binary_path("etcd")),
+                "--name=lab",
+                f"--data-dir={self.root / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=lab={peer_url}",
+                "--unsafe-no-fsync=true",
+                "--quota-backend-bytes=4294967296",
+                "--log-level=warn",
+            ],
+            env,
+        )
         self._wait(lambda: _http_ok(f"{etcd_url}/health"), "etcd", 30)
 
         audit_policy = self.root / "audit-policy.yaml"
-        audit_policy.write_text(yaml.safe_dump({
-            "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
-            # every request's user, verb, object and response code: what RBAC allowed or refused
-            "rules": [{"level": "None", "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}]},
-                      {"level": "Metadata"}],
-        }))
+        audit_policy.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "audit.k8s.io/v1",
+                    "kind": "Policy",
+                    "omitStages": ["RequestReceived"],
+                    # every request's user, verb, object and response code: what RBAC allowed or refused
+                    "rules": [
+                        {"level": "None", "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}]},
+                        {"level": "Metadata"},
+                    ],
+                }
+            )
+        )
         log(f"starting kube-apiserver on {server}")
-        self._start("kube-apiserver", [
-            str(build.binary_path("kube-apiserver")), f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={p['apiserver']}",
-            f"--tls-cert-file={api_crt}", f"--tls-private-key-file={api_key}",
-            f"--client-ca-file={self.pki / 'ca.crt'}",
-            f"--service-account-key-file={sa_pub}", f"--service-account-signing-key-file={sa_key}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            "--api-audiences=https://kubernetes.default.svc.cluster.local",
-            "--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.96.0.0/16",
-            "--endpoint-reconciler-type=none", "--allow-privileged=true", "--profiling=false",
-            "--enable-priority-and-fairness=false", "--watch-cache=true", "--v=1",
-            f"--audit-policy-file={audit_policy}", f"--audit-log-path={self.logs / 'audit.log'}",
-            "--audit-log-maxsize=200", "--audit-log-maxbackup=1", "--audit-log-format=json",
-            f"--requestheader-client-ca-file={self.pki / 'ca.crt'}", "--requestheader-allowed-names=front-proxy-client",
-            "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
-            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-        ], env)
+        self._start(
+            "kube-apiserver",
+            [
+                str(build.binary_path("kube-apiserver")),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={p['apiserver']}",
+                f"--tls-cert-file={api_crt}",
+                f"--tls-private-key-file={api_key}",
+                f"--client-ca-file={self.pki / 'ca.crt'}",
+                f"--service-account-key-file={sa_pub}",
+                f"--service-account-signing-key-file={sa_key}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                "--api-audiences=https://kubernetes.default.svc.cluster.local",
+                "--authorization-mode=Node,RBAC",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--endpoint-reconciler-type=none",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "--enable-priority-and-fairness=false",
+                "--watch-cache=true",
+                "--v=1",
+                f"--audit-policy-file={audit_policy}",
+                f"--audit-log-path={self.logs / 'audit.log'}",
+                "--audit-log-maxsize=200",
+                "--audit-log-maxbackup=1",
+                "--audit-log-format=json",
+                f"--requestheader-client-ca-file={self.pki / 'ca.crt'}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            ],
+            env,
+        )
         self._wait(lambda: self._api_ready(), "kube-apiserver", 60)
 
         log("starting kube-controller-manager")
-        self._start("kube-controller-manager", [
-            str(build.binary_path("kube-controller-manager")), f"--kubeconfig={kcm}",
-            f"--authentication-kubeconfig={kcm}", f"--authorization-kubeconfig={kcm}",
-            "--bind-address=127.0.0.1", f"--secure-port={p['controller_manager']}",
-            f"--service-account-private-key-file={sa_key}", f"--root-ca-file={self.pki / 'ca.crt'}",
-            "--use-service-account-credentials=true", "--leader-elect=false",
-            f"--cluster-signing-cert-file={self.pki / 'ca.crt'}", f"--cluster-signing-key-file={self.pki / 'ca.key'}",
-            "--controllers=*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle",
-            "--node-monitor-grace-period=40s", "--v=1",
-        ], env)
+        self._start(
+            "kube-controller-manager",
+            [
+                str(build.binary_path("kube-controller-manager")),
+                f"--kubeconfig={kcm}",
+                f"--authentication-kubeconfig={kcm}",
+                f"--authorization-kubeconfig={kcm}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={p['controller_manager']}",
+                f"--service-account-private-key-file={sa_key}",
+                f"--root-ca-file={self.pki / 'ca.crt'}",
+                "--use-service-account-credentials=true",
+                "--leader-elect=false",
+                f"--cluster-signing-cert-file={self.pki / 'ca.crt'}",
+                f"--cluster-signing-key-file={self.pki / 'ca.key'}",
+                "--controllers=*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle",
+                "--node-monitor-grace-period=40s",
+                "--v=1",
+            ],
+            env,
+        )
 
         log("starting kwok")
         stages = self.root / "kwok-stages.yaml"
         stages.write_text(nodes.kwok_stage_config())
-        self._start("kwok", [
-            str(build.binary_path("kwok")), f"--kubeconfig={self.kubeconfig}", f"--config={stages}",
-            "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-            "--cidr=10.244.0.0/16", "--node-ip=10.240.0.1", "--node-lease-duration-seconds=40",
-            f"--server-address=127.0.0.1:{p['kwok']}",
-        ], env)
+        self._start(
+            "kwok",
+            [
+                str(build.binary_path("kwok")),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={stages}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                "--cidr=10.244.0.0/16",
+                "--node-ip=10.240.0.1",
+                "--node-lease-duration-seconds=40",
+                f"--server-address=127.0.0.1:{p['kwok']}",
+            ],
+            env,
+        )
 
         self.write_scheduler_manifest()
         log("starting the pod-process runner (runs the kube-scheduler static pod too)")
-        self._start("runner", [sys.executable, "-m", "lab", "runner"], {**env, "PYTHONPATH": str(REPO),
-                                                                           "PYTHONUNBUFFERED": "1"})
+        self._start(
+            "runner", [sys.executable, "-m", "lab", "runner"], {**env, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+        )
         time.sleep(0.5)
         for c in COMPONENTS:
             if not procs.alive(self.pid(c)):
-                raise LabError(f"{c} exited at start; see its log: python -m lab logs {c}\n"
-                               + "\n".join(procs.tail(self.logs / f"{c}.log", 15)))
+                raise LabError(
+                    f"{c} exited at start; see its log: python -m lab logs {c}\n"
+                    + "\n".join(procs.tail(self.logs / f"{c}.log", 15))
+                )
 
     def _start(self, name: str, argv: list[str], env: dict) -> None:
         procs.start(name, argv, self.logs / f"{name}.log", self.pids / f"{name}.pid", env=env, cwd=self.root)
@@ -222,13 +318,17 @@ class Lab:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not procs.alive(self.pid(name)):
-                raise LabError(f"{name} exited at start; see its log: python -m lab logs {name}\n"
-                               + "\n".join(procs.tail(self.logs / f"{name}.log", 15)))
+                raise LabError(
+                    f"{name} exited at start; see its log: python -m lab logs {name}\n"
+                    + "\n".join(procs.tail(self.logs / f"{name}.log", 15))
+                )
             if pred():
                 return
             time.sleep(0.2)
-        raise LabError(f"{name} did not become ready in {timeout:.0f}s; see: python -m lab logs {name}\n"
-                       + "\n".join(procs.tail(self.logs / f"{name}.log", 15)))
+        raise LabError(
+            f"{name} did not become ready in {timeout:.0f}s; see: python -m lab logs {name}\n"
+            + "\n".join(procs.tail(self.logs / f"{name}.log", 15))
+        )
 
     def ssl_context(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
@@ -255,8 +355,10 @@ class Lab:
             if not procs.alive(self.pid("runner")):
                 break
             time.sleep(0.5)
-        raise LabError("kube-scheduler did not start; see: python -m lab logs pod/kube-system/kube-scheduler\n"
-                       + "\n".join(procs.tail(self.logs / "runner.log", 15)))
+        raise LabError(
+            "kube-scheduler did not start; see: python -m lab logs pod/kube-system/kube-scheduler\n"
+            + "\n".join(procs.tail(self.logs / "runner.log", 15))
+        )
 
     @staticmethod
     def _wait_default_sa(client) -> None:
@@ -276,18 +378,31 @@ class Lab:
         """The kubeadm-style static pod manifest the runner starts the default scheduler from."""
         conf = str(self.etc / "scheduler.conf")
         pod = {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "kube-scheduler", "namespace": "kube-system",
-                         "labels": {"component": "kube-scheduler", "tier": "control-plane"}},
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "kube-scheduler",
+                "namespace": "kube-system",
+                "labels": {"component": "kube-scheduler", "tier": "control-plane"},
+            },
             "spec": {
-                "hostNetwork": True, "priorityClassName": "system-node-critical",
-                "containers": [{
-                    "name": "kube-scheduler", "image": f"registry.k8s.io/kube-scheduler:{V.KUBERNETES}",
-                    "command": ["kube-scheduler", f"--authentication-kubeconfig={conf}",
-                                f"--authorization-kubeconfig={conf}", "--bind-address=127.0.0.1",
-                                f"--kubeconfig={conf}", "--leader-elect=true"],
-                    "volumeMounts": [{"name": "kubeconfig", "mountPath": conf, "readOnly": True}],
-                }],
+                "hostNetwork": True,
+                "priorityClassName": "system-node-critical",
+                "containers": [
+                    {
+                        "name": "kube-scheduler",
+                        "image": f"registry.k8s.io/kube-scheduler:{V.KUBERNETES}",
+                        "command": [
+                            "kube-scheduler",
+                            f"--authentication-kubeconfig={conf}",
+                            f"--authorization-kubeconfig={conf}",
+                            "--bind-address=127.0.0.1",
+                            f"--kubeconfig={conf}",
+                            "--leader-elect=true",
+                        ],
+                        "volumeMounts": [{"name": "kubeconfig", "mountPath": conf, "readOnly": True}],
+                    }
+                ],
                 "volumes": [{"name": "kubeconfig", "hostPath": {"path": conf, "type": "FileOrCreate"}}],
             },
         }
@@ -321,8 +436,7 @@ class Lab:
         for pidfile in sorted(self.pods.glob("*/*.pid")) if self.pods.exists() else ():
             pid = procs.read_pid(pidfile)
             name = f"pod/{pidfile.parent.name.replace('_', '/', 1)}:{pidfile.stem}"
-            out[name] = {"pid": pid, "up": procs.alive(pid),
-                         "log": procs.tail(pidfile.with_suffix(".log"), 3)}
+            out[name] = {"pid": pid, "up": procs.alive(pid), "log": procs.tail(pidfile.with_suffix(".log"), 3)}
         return out
 
     def audit_events(self, user: str | None = None, code: int | None = None) -> list[dict]:
@@ -353,8 +467,10 @@ class Lab:
             if len(parts) > 3:
                 logs = [pdir / f"{parts[3]}.log"]
             if not logs or not logs[0].exists():
-                raise LabError(f"no logs for {what}: the runner runs only pods of known component images "
-                               "(see python -m lab status)")
+                raise LabError(
+                    f"no logs for {what}: the runner runs only pods of known component images "
+                    "(see python -m lab status)"
+                )
             return logs[0]
         if what == "audit":
             return self.logs / "audit.log"

@@ -142,8 +142,13 @@ class PodWatcher:
                     self._record(p)
                 self._ready.set()
                 w = watch.Watch()
-                for ev in w.stream(self.core.list_namespaced_pod, self.ns, resource_version=lst.metadata.resource_version,
-                                   timeout_seconds=30, **kw):
+                for ev in w.stream(
+                    self.core.list_namespaced_pod,
+                    self.ns,
+                    resource_version=lst.metadata.resource_version,
+                    timeout_seconds=30,
+                    **kw,
+                ):
                     if ev["type"] == "DELETED":
                         with self._lock:
                             self.obs.latest.pop(ev["object"].metadata.name, None)

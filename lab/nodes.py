@@ -31,7 +31,7 @@ def runner_image_query() -> str:
     """
     names = json.dumps(sorted(V.IMAGES))
     return (
-        f"{names} as $n | [.spec.containers[].image | sub(\"@.*$\"; \"\") | sub(\":[^/:]*$\"; \"\") "
+        f'{names} as $n | [.spec.containers[].image | sub("@.*$"; "") | sub(":[^/:]*$"; "") '
         '| split("/") | if length > 1 and ((.[0] | test("[.:]")) or .[0] == "localhost") '
         'then .[1:] else . end | join("/")] | any(. as $p | $n | any(. == $p))'
     )
@@ -41,8 +41,7 @@ def kwok_stage_config() -> str:
     """KWOK's own stages from the built module, with runner-managed pods excluded from every pod stage
     and Job-owned pods completed only on request."""
     root = build.artifact_path("kwok", "stage")
-    files = [root / "node/fast/node-initialize.yaml",
-             root / "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"]
+    files = [root / "node/fast/node-initialize.yaml", root / "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"]
     files += sorted((root / "pod/fast").glob("pod-*.yaml"))
     docs = []
     exclude = {"key": runner_image_query(), "operator": "NotIn", "values": ["true"]}
@@ -54,33 +53,50 @@ def kwok_stage_config() -> str:
                 exprs = doc["spec"].setdefault("selector", {}).setdefault("matchExpressions", [])
                 exprs.append(exclude)
                 if doc["metadata"]["name"] == "pod-complete":
-                    exprs.append({"key": f'.metadata.annotations["{COMPLETE_ANNOTATION}"]',
-                                  "operator": "In", "values": ["true"]})
+                    exprs.append(
+                        {"key": f'.metadata.annotations["{COMPLETE_ANNOTATION}"]', "operator": "In", "values": ["true"]}
+                    )
             docs.append(doc)
     return yaml.safe_dump_all(docs, sort_keys=False)
 
 
 def node_body(name: str, gpus: int, control_plane: bool = False) -> dict:
-    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-              "type": "kwok"}
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "type": "kwok",
+    }
     capacity = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "500Gi"}
     taints = []
     if gpus:
-        labels.update({"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": GPU_PRODUCT,
-                       "nvidia.com/gpu.count": str(gpus)})
+        labels.update(
+            {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": GPU_PRODUCT, "nvidia.com/gpu.count": str(gpus)}
+        )
         capacity["nvidia.com/gpu"] = str(gpus)
     if control_plane:
         labels["node-role.kubernetes.io/control-plane"] = ""
         taints.append({"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"})
     return {
-        "apiVersion": "v1", "kind": "Node",
+        "apiVersion": "v1",
+        "kind": "Node",
         "metadata": {"name": name, "labels": labels, "annotations": {**MANAGED, "node.alpha.kubernetes.io/ttl": "0"}},
         "spec": {"taints": taints} if taints else {},
         "status": {
-            "capacity": capacity, "allocatable": dict(capacity),
-            "nodeInfo": {"kubeletVersion": V.KUBERNETES, "architecture": "amd64", "operatingSystem": "linux",
-                         "containerRuntimeVersion": "kwok", "kubeProxyVersion": V.KUBERNETES, "osImage": "kwok",
-                         "kernelVersion": "kwok", "machineID": "", "systemUUID": "", "bootID": ""},
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "nodeInfo": {
+                "kubeletVersion": V.KUBERNETES,
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "containerRuntimeVersion": "kwok",
+                "kubeProxyVersion": V.KUBERNETES,
+                "osImage": "kwok",
+                "kernelVersion": "kwok",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+            },
         },
     }
 

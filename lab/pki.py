@@ -41,7 +41,7 @@ class CA:
             return
         directory.mkdir(parents=True, exist_ok=True)
         self.key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         self.cert = (
             x509.CertificateBuilder()
             .subject_name(_name("gangsched-lab-ca"))
@@ -51,21 +51,21 @@ class CA:
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=_DAYS))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True
-            )
+            .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
             .sign(self.key, hashes.SHA256())
         )
         _write_key(self.key, self.key_path)
         self.cert_path.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
 
-    def issue(self, name: str, cn: str, org: str | None = None, server_names: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    def issue(
+        self, name: str, cn: str, org: str | None = None, server_names: tuple[str, ...] = ()
+    ) -> tuple[Path, Path]:
         """Issue a client (and, with ``server_names``, server) certificate; returns (cert, key) paths."""
         crt, keyp = self.dir / f"{name}.crt", self.dir / f"{name}.key"
         if crt.exists() and keyp.exists():
             return crt, keyp
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
         builder = (
             x509.CertificateBuilder()

@@ -25,7 +25,9 @@ def alive(pid: int | None) -> bool:
         return False
 
 
-def start(name: str, argv: list[str], log: Path, pidfile: Path, env: dict | None = None, cwd: Path | None = None) -> int:
+def start(
+    name: str, argv: list[str], log: Path, pidfile: Path, env: dict | None = None, cwd: Path | None = None
+) -> int:
     """Start ``argv`` in its own session with output appended to ``log``; write its pid to ``pidfile``."""
     log.parent.mkdir(parents=True, exist_ok=True)
     pidfile.parent.mkdir(parents=True, exist_ok=True)
@@ -33,7 +35,12 @@ def start(name: str, argv: list[str], log: Path, pidfile: Path, env: dict | None
         out.write(f"\n=== {time.strftime('%H:%M:%S')} starting {name}: {' '.join(argv)}\n".encode())
         out.flush()
         proc = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
             start_new_session=True,
         )
     pidfile.write_text(str(proc.pid))

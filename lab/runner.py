@@ -43,7 +43,7 @@ MAX_BACKOFF = 30.0
 
 
 def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def log(msg: str) -> None:
@@ -130,18 +130,29 @@ class Container:
 
     def start(self, argv: list[str], env: dict, mounts: list[dict]) -> None:
         spec_file = self.pod.dir / f"{self.name}.spec.json"
-        spec_file.write_text(json.dumps({
-            "argv": argv, "env": env, "mounts": mounts, "cwd": self.spec.get("workingDir") or str(self.pod.dir),
-            "forward_ports": [self.pod.runner.api_port],
-        }))
+        spec_file.write_text(
+            json.dumps(
+                {
+                    "argv": argv,
+                    "env": env,
+                    "mounts": mounts,
+                    "cwd": self.spec.get("workingDir") or str(self.pod.dir),
+                    "forward_ports": [self.pod.runner.api_port],
+                }
+            )
+        )
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         with open(self.log_path, "ab") as out:
             out.write(f"\n=== {now()} start #{self.restarts}: {' '.join(argv)}\n".encode())
             out.flush()
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "lab.podexec", str(spec_file), str(child.fileno())],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, pass_fds=(child.fileno(),),
-                start_new_session=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                pass_fds=(child.fileno(),),
+                start_new_session=True,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
             )
         child.close()
         parent.settimeout(10)
@@ -178,8 +189,12 @@ class Container:
             return None
         code = self.proc.returncode
         code = 128 - code if code < 0 else code
-        self.last_term = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                          "startedAt": self.started_at, "finishedAt": now()}
+        self.last_term = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": self.started_at,
+            "finishedAt": now(),
+        }
         ran = time.monotonic() - self.started_mono
         backoff = 0.0 if ran > 60 else min(MAX_BACKOFF, 2.0 ** min(self.restarts, 5))
         self.next_start = time.monotonic() + backoff
@@ -195,9 +210,15 @@ class Container:
 
     def status(self, image: str) -> dict:
         ready = self.alive() and time.monotonic() - self.started_mono >= 1.0
-        st: dict = {"name": self.name, "image": image, "imageID": "", "ready": ready,
-                    "restartCount": self.restarts, "started": self.alive(),
-                    "containerID": f"lab://{self.proc.pid}" if self.alive() else None}
+        st: dict = {
+            "name": self.name,
+            "image": image,
+            "imageID": "",
+            "ready": ready,
+            "restartCount": self.restarts,
+            "started": self.alive(),
+            "containerID": f"lab://{self.proc.pid}" if self.alive() else None,
+        }
         if self.alive():
             st["state"] = {"running": {"startedAt": self.started_at}}
         else:
@@ -253,9 +274,14 @@ class PodRun:
     def _field(self, path: str) -> str:
         md, spec = self.pod["metadata"], self.pod["spec"]
         table = {
-            "metadata.name": md["name"], "metadata.namespace": md["namespace"], "metadata.uid": md.get("uid", ""),
-            "spec.nodeName": spec.get("nodeName", ""), "spec.serviceAccountName": spec.get("serviceAccountName", ""),
-            "status.podIP": self.pod_ip, "status.hostIP": "10.240.0.1", "status.podIPs": self.pod_ip,
+            "metadata.name": md["name"],
+            "metadata.namespace": md["namespace"],
+            "metadata.uid": md.get("uid", ""),
+            "spec.nodeName": spec.get("nodeName", ""),
+            "spec.serviceAccountName": spec.get("serviceAccountName", ""),
+            "status.podIP": self.pod_ip,
+            "status.hostIP": "10.240.0.1",
+            "status.podIPs": self.pod_ip,
         }
         m = re.match(r"metadata\.(labels|annotations)\['(.+)'\]", path)
         if m:
@@ -272,8 +298,9 @@ class PodRun:
         try:
             tr = self.runner.core.create_namespaced_service_account_token(sa, self.ns, {"spec": spec})
         except k.ApiException as e:
-            raise PodSetupError("CreateContainerConfigError",
-                                f"TokenRequest for serviceaccount {self.ns}/{sa}: {e.reason}") from e
+            raise PodSetupError(
+                "CreateContainerConfigError", f"TokenRequest for serviceaccount {self.ns}/{sa}: {e.reason}"
+            ) from e
         return tr.status.token
 
     def _write_items(self, target: Path, data: dict, items: list | None) -> None:
@@ -314,7 +341,8 @@ class PodRun:
                         t = src["serviceAccountToken"]
                         if tokens or not (target / t["path"]).exists():
                             (target / t["path"]).write_text(
-                                self._token(t.get("audience"), t.get("expirationSeconds", 3600)))
+                                self._token(t.get("audience"), t.get("expirationSeconds", 3600))
+                            )
                     elif "configMap" in src:
                         data = self._read_configmap(src["configMap"]["name"], src["configMap"].get("optional", False))
                         if data is not None:
@@ -342,9 +370,14 @@ class PodRun:
         return vols
 
     def env_for(self, c: dict) -> dict[str, str]:
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOSTNAME": self.name,
-               "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(self.runner.api_port),
-               "KUBERNETES_SERVICE_PORT_HTTPS": str(self.runner.api_port), "HOME": str(self.dir)}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOSTNAME": self.name,
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(self.runner.api_port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(self.runner.api_port),
+            "HOME": str(self.dir),
+        }
         for ef in c.get("envFrom") or []:
             prefix = ef.get("prefix", "")
             if "configMapRef" in ef:
@@ -361,7 +394,9 @@ class PodRun:
                 env[e["name"]] = self._field(vf["fieldRef"]["fieldPath"])
             elif "configMapKeyRef" in vf:
                 ref = vf["configMapKeyRef"]
-                env[e["name"]] = (self._read_configmap(ref["name"], ref.get("optional", False)) or {}).get(ref["key"], "")
+                env[e["name"]] = (self._read_configmap(ref["name"], ref.get("optional", False)) or {}).get(
+                    ref["key"], ""
+                )
             elif "secretKeyRef" in vf:
                 ref = vf["secretKeyRef"]
                 env[e["name"]] = (self._read_secret(ref["name"], ref.get("optional", False)) or {}).get(ref["key"], "")
@@ -372,9 +407,11 @@ class PodRun:
     def argv_for(self, c: dict, binary: str, env: dict) -> list[str]:
         command, args = list(c.get("command") or []), list(c.get("args") or [])
         if command and os.path.basename(command[0]) in SHELLS:
-            raise PodSetupError("LabUnsupportedCommand",
-                                f"container {c['name']}: a shell entrypoint ({command[0]}) cannot be run by the lab; "
-                                "give the component's own binary and flags in command/args")
+            raise PodSetupError(
+                "LabUnsupportedCommand",
+                f"container {c['name']}: a shell entrypoint ({command[0]}) cannot be run by the lab; "
+                "give the component's own binary and flags in command/args",
+            )
         rest = command[1:] + args if command else args
         return [str(build.binary_path(binary))] + [expand(a, env) for a in rest]
 
@@ -433,9 +470,17 @@ class PodRun:
         statuses = []
         for ctr in self.containers:
             if ctr.binary is None:  # a container the lab has no binary for: reported as running, no process
-                statuses.append({"name": ctr.name, "image": ctr.spec["image"], "imageID": "", "ready": True,
-                                 "restartCount": 0, "started": True,
-                                 "state": {"running": {"startedAt": self.created}}})
+                statuses.append(
+                    {
+                        "name": ctr.name,
+                        "image": ctr.spec["image"],
+                        "imageID": "",
+                        "ready": True,
+                        "restartCount": 0,
+                        "started": True,
+                        "state": {"running": {"startedAt": self.created}},
+                    }
+                )
             else:
                 statuses.append(ctr.status(ctr.spec["image"]))
         ready = all(s["ready"] for s in statuses)
@@ -447,7 +492,10 @@ class PodRun:
             phase = "Pending"
         cond = "True" if ready else "False"
         return {
-            "phase": phase, "hostIP": "10.240.0.1", "podIP": self.pod_ip, "podIPs": [{"ip": self.pod_ip}],
+            "phase": phase,
+            "hostIP": "10.240.0.1",
+            "podIP": self.pod_ip,
+            "podIPs": [{"ip": self.pod_ip}],
             "startTime": (self.pod.get("status") or {}).get("startTime") or self.created,
             "conditions": [
                 {"type": "PodScheduled", "status": "True"},
@@ -485,6 +533,7 @@ class PodRun:
 
 def expand(value: str, env: dict) -> str:
     """Kubernetes' $(VAR) expansion in env values and command/args; $$(VAR) escapes."""
+
     def repl(m: re.Match) -> str:
         if m.group(0).startswith("$$"):
             return m.group(0)[1:]
@@ -545,8 +594,12 @@ class Runner:
 
     def _finalise_delete(self, md: dict) -> None:
         try:
-            self.core.delete_namespaced_pod(md["name"], md["namespace"], grace_period_seconds=0,
-                                            body=k.V1DeleteOptions(preconditions=k.V1Preconditions(uid=md["uid"])))
+            self.core.delete_namespaced_pod(
+                md["name"],
+                md["namespace"],
+                grace_period_seconds=0,
+                body=k.V1DeleteOptions(preconditions=k.V1Preconditions(uid=md["uid"])),
+            )
         except k.ApiException as e:
             if e.status not in (404, 409):
                 log(f"deleting {md['namespace']}/{md['name']} failed: {e.reason}")
@@ -566,8 +619,12 @@ class Runner:
                             self.pods.pop(key).stop()
                 rv = data["metadata"]["resourceVersion"]
                 w = watch.Watch()
-                for ev in w.stream(self.core.list_pod_for_all_namespaces, resource_version=rv,
-                                   timeout_seconds=300, _request_timeout=330):
+                for ev in w.stream(
+                    self.core.list_pod_for_all_namespaces,
+                    resource_version=rv,
+                    timeout_seconds=300,
+                    _request_timeout=330,
+                ):
                     if self.stop_event.is_set():
                         return
                     obj = self.api.sanitize_for_serialization(ev["object"])
@@ -619,8 +676,12 @@ class Runner:
         md = pod["metadata"]
         md.pop("uid", None)
         md["name"] = run.mirror_name()
-        md["annotations"] = {**(md.get("annotations") or {}), "kubernetes.io/config.mirror": digest,
-                             "kubernetes.io/config.source": "file", "kubernetes.io/config.hash": digest}
+        md["annotations"] = {
+            **(md.get("annotations") or {}),
+            "kubernetes.io/config.mirror": digest,
+            "kubernetes.io/config.source": "file",
+            "kubernetes.io/config.hash": digest,
+        }
         pod["spec"]["nodeName"] = CONTROL_PLANE_NODE
         pod["spec"]["tolerations"] = [{"operator": "Exists"}]
         for _ in range(20):

@@ -52,21 +52,33 @@ def _sa(ns: str, name: str) -> dict:
 
 
 def _crb(name: str, role: str, ns: str, sa: str) -> dict:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
+    }
 
 
-def _deployment(ns: str, name: str, sa: str, image: str, args: list[str], config: str | None = None,
-                mount: str = "/etc/config") -> dict:
+def _deployment(
+    ns: str, name: str, sa: str, image: str, args: list[str], config: str | None = None, mount: str = "/etc/config"
+) -> dict:
     c = {"name": name, "image": image, "args": args, "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
     pod_spec: dict = {"serviceAccountName": sa, "containers": [c]}
     if config:
         c["volumeMounts"] = [{"name": "config", "mountPath": mount}]
         pod_spec["volumes"] = [{"name": "config", "configMap": {"name": config}}]
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec},
+        },
+    }
 
 
 def _ns(name: str) -> dict:
@@ -75,49 +87,81 @@ def _ns(name: str) -> dict:
 
 # ---- scheduler-plugins as a second scheduler ------------------------------------------------------
 def sp_rbac() -> list[dict]:
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": "lab-sp-scheduler-extra"},
-            "rules": [
-                {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups", "elasticquotas"],
-                 "verbs": ["get", "list", "watch", "update", "patch"]},
-                {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status", "elasticquotas/status"],
-                 "verbs": ["get", "update", "patch"]},
-                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
-                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                 "verbs": ["create", "get", "list", "update", "watch"]},
-            ]}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "lab-sp-scheduler-extra"},
+        "rules": [
+            {
+                "apiGroups": ["scheduling.x-k8s.io"],
+                "resources": ["podgroups", "elasticquotas"],
+                "verbs": ["get", "list", "watch", "update", "patch"],
+            },
+            {
+                "apiGroups": ["scheduling.x-k8s.io"],
+                "resources": ["podgroups/status", "elasticquotas/status"],
+                "verbs": ["get", "update", "patch"],
+            },
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+            {
+                "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"],
+                "verbs": ["create", "get", "list", "update", "watch"],
+            },
+        ],
+    }
     return [
         role,
         _crb("lab-sp-scheduler-kube-scheduler", "system:kube-scheduler", SP_NS, SP_NAME),
         _crb("lab-sp-scheduler-volume-scheduler", "system:volume-scheduler", SP_NS, SP_NAME),
         _crb("lab-sp-scheduler-extra", "lab-sp-scheduler-extra", SP_NS, SP_NAME),
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": "lab-sp-scheduler-auth-reader", "namespace": "kube-system"},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                     "name": "extension-apiserver-authentication-reader"},
-         "subjects": [{"kind": "ServiceAccount", "name": SP_NAME, "namespace": SP_NS}]},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "lab-sp-scheduler-auth-reader", "namespace": "kube-system"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "extension-apiserver-authentication-reader",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": SP_NAME, "namespace": SP_NS}],
+        },
     ]
 
 
 def sp_second_scheduler(permit_wait: int = 60) -> list[dict]:
     cfg = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": False},
-        "profiles": [{
-            "schedulerName": SP_NAME,
-            "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]},
-                        "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}},
-            "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": permit_wait}}],
-        }],
+        "profiles": [
+            {
+                "schedulerName": SP_NAME,
+                "plugins": {
+                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                    "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+                },
+                "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": permit_wait}}],
+            }
+        ],
     }
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "scheduler-config", "namespace": SP_NS},
-          "data": {"scheduler-config.yaml": yaml.safe_dump(cfg, sort_keys=False)}}
-    dep = _deployment(SP_NS, SP_NAME, SP_NAME, f"registry.k8s.io/scheduler-plugins/kube-scheduler:{V.SCHEDULER_PLUGINS}",
-                      # Coscheduling registers no Node events: a rejected gang is retried only after this
-                      # (upstream default 5m); the lab retries within seconds of "add a GPU node"
-                      ["--config=/etc/kubernetes/scheduler-config.yaml", "--pod-max-in-unschedulable-pods-duration=10s",
-                       "--v=2"], config="scheduler-config",
-                      mount="/etc/kubernetes")
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "scheduler-config", "namespace": SP_NS},
+        "data": {"scheduler-config.yaml": yaml.safe_dump(cfg, sort_keys=False)},
+    }
+    dep = _deployment(
+        SP_NS,
+        SP_NAME,
+        SP_NAME,
+        f"registry.k8s.io/scheduler-plugins/kube-scheduler:{V.SCHEDULER_PLUGINS}",
+        # Coscheduling registers no Node events: a rejected gang is retried only after this
+        # (upstream default 5m); the lab retries within seconds of "add a GPU node"
+        ["--config=/etc/kubernetes/scheduler-config.yaml", "--pod-max-in-unschedulable-pods-duration=10s", "--v=2"],
+        config="scheduler-config",
+        mount="/etc/kubernetes",
+    )
     return [_ns(SP_NS), _sa(SP_NS, SP_NAME), cm, dep]
 
 
@@ -149,42 +193,84 @@ tiers:
 
 def vc_scheduler_rbac() -> list[dict]:
     ro = ["get", "list", "watch"]
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "lab-vc-scheduler"},
-            "rules": [
-                {"apiGroups": [""], "resources": ["pods"], "verbs": ro + ["update", "patch", "delete"]},
-                {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["update", "patch"]},
-                {"apiGroups": [""], "resources": ["pods/binding", "bindings"], "verbs": ["create"]},
-                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list", "watch", "update", "patch"]},
-                {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "update", "patch"]},
-                {"apiGroups": [""], "resources": ["nodes", "namespaces", "resourcequotas", "persistentvolumes",
-                                                  "persistentvolumeclaims", "configmaps", "services",
-                                                  "replicationcontrollers"], "verbs": ro},
-                {"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": ro},
-                {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ro},
-                {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ro},
-                {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes", "csidrivers",
-                                                                "csistoragecapacities", "volumeattachments"],
-                 "verbs": ro},
-                {"apiGroups": ["resource.k8s.io"], "resources": ["*"], "verbs": ro},
-                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                 "verbs": ["create", "get", "list", "update", "watch"]},
-                {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups", "queues"],
-                 "verbs": ro + ["create", "update", "patch", "delete"]},
-                {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups/status", "queues/status"],
-                 "verbs": ["update", "patch"]},
-                {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ro},
-                {"apiGroups": ["nodeinfo.volcano.sh"], "resources": ["numatopologies"], "verbs": ro},
-            ]}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "lab-vc-scheduler"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ro + ["update", "patch", "delete"]},
+            {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["update", "patch"]},
+            {"apiGroups": [""], "resources": ["pods/binding", "bindings"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list", "watch", "update", "patch"]},
+            {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "update", "patch"]},
+            {
+                "apiGroups": [""],
+                "resources": [
+                    "nodes",
+                    "namespaces",
+                    "resourcequotas",
+                    "persistentvolumes",
+                    "persistentvolumeclaims",
+                    "configmaps",
+                    "services",
+                    "replicationcontrollers",
+                ],
+                "verbs": ro,
+            },
+            {"apiGroups": ["apps"], "resources": ["replicasets", "statefulsets"], "verbs": ro},
+            {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ro},
+            {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ro},
+            {
+                "apiGroups": ["storage.k8s.io"],
+                "resources": ["storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"],
+                "verbs": ro,
+            },
+            {"apiGroups": ["resource.k8s.io"], "resources": ["*"], "verbs": ro},
+            {
+                "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"],
+                "verbs": ["create", "get", "list", "update", "watch"],
+            },
+            {
+                "apiGroups": ["scheduling.volcano.sh"],
+                "resources": ["podgroups", "queues"],
+                "verbs": ro + ["create", "update", "patch", "delete"],
+            },
+            {
+                "apiGroups": ["scheduling.volcano.sh"],
+                "resources": ["podgroups/status", "queues/status"],
+                "verbs": ["update", "patch"],
+            },
+            {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ro},
+            {"apiGroups": ["nodeinfo.volcano.sh"], "resources": ["numatopologies"], "verbs": ro},
+        ],
+    }
     return [role, _crb("lab-vc-scheduler", "lab-vc-scheduler", VC_NS, "vc-scheduler")]
 
 
 def vc_scheduler() -> list[dict]:
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vc-scheduler-config", "namespace": VC_NS},
-          "data": {"volcano-scheduler.conf": VC_CONF}}
-    dep = _deployment(VC_NS, "vc-scheduler", "vc-scheduler", f"volcanosh/vc-scheduler:{V.VOLCANO}",
-                      ["--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf", "--leader-elect=false",
-                       "--logtostderr", "--enable-healthz=false", "--enable-metrics=false", "-v=3"],
-                      config="vc-scheduler-config", mount="/volcano.scheduler")
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "vc-scheduler-config", "namespace": VC_NS},
+        "data": {"volcano-scheduler.conf": VC_CONF},
+    }
+    dep = _deployment(
+        VC_NS,
+        "vc-scheduler",
+        "vc-scheduler",
+        f"volcanosh/vc-scheduler:{V.VOLCANO}",
+        [
+            "--scheduler-conf=/volcano.scheduler/volcano-scheduler.conf",
+            "--leader-elect=false",
+            "--logtostderr",
+            "--enable-healthz=false",
+            "--enable-metrics=false",
+            "-v=3",
+        ],
+        config="vc-scheduler-config",
+        mount="/volcano.scheduler",
+    )
     return [_ns(VC_NS), _sa(VC_NS, "vc-scheduler"), cm, dep]
 
 
@@ -205,8 +291,11 @@ def wait_deployment(lab: Lab, ns: str, name: str, timeout: float = 60) -> None:
 
     def ready() -> bool:
         pods = core.list_namespaced_pod(ns, label_selector=f"app={name}").items
-        return any(p.status.phase == "Running" and any(c.type == "Ready" and c.status == "True"
-                                                        for c in p.status.conditions or []) for p in pods)
+        return any(
+            p.status.phase == "Running"
+            and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+            for p in pods
+        )
 
     kube.wait_for(ready, timeout, f"{ns}/{name} to run")
 
@@ -221,29 +310,51 @@ def gang(ns: str, name: str, size: int, scheduler: str, gpus: int = 1, min_membe
     sched_name = "default-scheduler"
     if scheduler == "scheduler-plugins":
         sched_name = SP_NAME
-        docs.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                     "metadata": {"name": name, "namespace": ns},
-                     "spec": {"minMember": min_member, "scheduleTimeoutSeconds": 600}})
+        docs.append(
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"minMember": min_member, "scheduleTimeoutSeconds": 600},
+            }
+        )
         labels["scheduling.x-k8s.io/pod-group"] = name
     elif scheduler == "volcano":
         sched_name = "volcano"
-        docs.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-                     "metadata": {"name": name, "namespace": ns},
-                     "spec": {"minMember": min_member, "queue": "default"}})
+        docs.append(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"minMember": min_member, "queue": "default"},
+            }
+        )
         annotations["scheduling.k8s.io/group-name"] = name
     for i in range(size):
-        docs.append({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{name}-{i}", "namespace": ns, "labels": labels, "annotations": annotations},
-            "spec": {"schedulerName": sched_name, "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "worker", "image": "busybox:1.36",
-                                     "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
-        })
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"{name}-{i}", "namespace": ns, "labels": labels, "annotations": annotations},
+                "spec": {
+                    "schedulerName": sched_name,
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "worker",
+                            "image": "busybox:1.36",
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+                        }
+                    ],
+                },
+            }
+        )
     return docs
 
 
-def observe_gang(lab: Lab, ns: str, name: str, size: int, scheduler: str, hold: float = 20.0,
-                 add_gpus: int = 0) -> dict:
+def observe_gang(
+    lab: Lab, ns: str, name: str, size: int, scheduler: str, hold: float = 20.0, add_gpus: int = 0
+) -> dict:
     """Create a gang, watch it ``hold`` seconds, optionally add a GPU node and watch it start.
 
     Returns what was seen: bound pods during the hold, Running/Pending at the end of the hold, and
@@ -285,8 +396,12 @@ MPI_NS = "mpi-operator"
 
 
 def _role(name: str, rules: list[dict]) -> dict:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-            "rules": rules}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": rules,
+    }
 
 
 _ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]
@@ -294,34 +409,55 @@ _ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]
 
 def training_operator(gang_flag: str | None = "--gang-scheduler-name=volcano") -> list[dict]:
     rules = [
-        {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs", "pytorchjobs/status", "pytorchjobs/finalizers"],
-         "verbs": _ALL},
+        {
+            "apiGroups": ["kubeflow.org"],
+            "resources": ["pytorchjobs", "pytorchjobs/status", "pytorchjobs/finalizers"],
+            "verbs": _ALL,
+        },
         {"apiGroups": [""], "resources": ["pods", "services", "events", "configmaps"], "verbs": _ALL},
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "update"]},
-        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
-         "verbs": ["get", "list", "watch", "update"]},
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["validatingwebhookconfigurations"],
+            "verbs": ["get", "list", "watch", "update"],
+        },
         {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _ALL},
         {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": _ALL},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": _ALL},
     ]
     command = ["/manager", "--enable-scheme=pytorchjob"] + ([gang_flag] if gang_flag else [])
-    dep = _deployment(TO_NS, "training-operator", "training-operator",
-                      "kubeflow/training-operator:v1-855e096", [])
+    dep = _deployment(TO_NS, "training-operator", "training-operator", "kubeflow/training-operator:v1-855e096", [])
     c = dep["spec"]["template"]["spec"]["containers"][0]
     c.pop("args")
     c["command"] = command
     c["env"] = [{"name": "MY_POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]
     c["volumeMounts"] = [{"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs", "readOnly": True}]
     dep["spec"]["template"]["spec"]["volumes"] = [
-        {"name": "cert", "secret": {"secretName": "training-operator-webhook-cert", "defaultMode": 420}}]
-    secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-              "metadata": {"name": "training-operator-webhook-cert", "namespace": TO_NS}}
+        {"name": "cert", "secret": {"secretName": "training-operator-webhook-cert", "defaultMode": 420}}
+    ]
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": "training-operator-webhook-cert", "namespace": TO_NS},
+    }
     # the operator's cert rotator waits for this object before it starts its controllers; it lists no
     # webhooks, as the apiserver cannot reach a pod's webhook server in the lab
-    vwc = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-           "metadata": {"name": "validator.training-operator.kubeflow.org"}, "webhooks": []}
-    return [_ns(TO_NS), _sa(TO_NS, "training-operator"), secret, vwc, _role("lab-training-operator", rules),
-            _crb("lab-training-operator", "lab-training-operator", TO_NS, "training-operator"), dep]
+    vwc = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "validator.training-operator.kubeflow.org"},
+        "webhooks": [],
+    }
+    return [
+        _ns(TO_NS),
+        _sa(TO_NS, "training-operator"),
+        secret,
+        vwc,
+        _role("lab-training-operator", rules),
+        _crb("lab-training-operator", "lab-training-operator", TO_NS, "training-operator"),
+        dep,
+    ]
 
 
 def install_training_operator(lab: Lab, gang_flag: str | None = "--gang-scheduler-name=volcano") -> None:
@@ -334,8 +470,11 @@ def install_training_operator(lab: Lab, gang_flag: str | None = "--gang-schedule
 
 def mpi_operator(gang_flag: str | None = "--gang-scheduling=volcano") -> list[dict]:
     rules = [
-        {"apiGroups": ["kubeflow.org"], "resources": ["mpijobs", "mpijobs/status", "mpijobs/finalizers"],
-         "verbs": _ALL},
+        {
+            "apiGroups": ["kubeflow.org"],
+            "resources": ["mpijobs", "mpijobs/status", "mpijobs/finalizers"],
+            "verbs": _ALL,
+        },
         {"apiGroups": [""], "resources": ["pods", "services", "events", "configmaps", "secrets"], "verbs": _ALL},
         {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": _ALL},
@@ -346,8 +485,13 @@ def mpi_operator(gang_flag: str | None = "--gang-scheduling=volcano") -> list[di
     ]
     args = ["-alsologtostderr", "--lock-namespace=mpi-operator"] + ([gang_flag] if gang_flag else [])
     dep = _deployment(MPI_NS, "mpi-operator", "mpi-operator", "mpioperator/mpi-operator:0.6.0", args)
-    return [_ns(MPI_NS), _sa(MPI_NS, "mpi-operator"), _role("lab-mpi-operator", rules),
-            _crb("lab-mpi-operator", "lab-mpi-operator", MPI_NS, "mpi-operator"), dep]
+    return [
+        _ns(MPI_NS),
+        _sa(MPI_NS, "mpi-operator"),
+        _role("lab-mpi-operator", rules),
+        _crb("lab-mpi-operator", "lab-mpi-operator", MPI_NS, "mpi-operator"),
+        dep,
+    ]
 
 
 def install_mpi_operator(lab: Lab, gang_flag: str | None = "--gang-scheduling=volcano") -> None:
@@ -360,20 +504,51 @@ def install_mpi_operator(lab: Lab, gang_flag: str | None = "--gang-scheduling=vo
 
 def pytorchjob(ns: str, name: str, workers: int, gpus: int = 1) -> dict:
     def replica(n: int) -> dict:
-        return {"replicas": n, "restartPolicy": "OnFailure",
-                "template": {"spec": {"containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.3.0",
-                                                      "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}}
+        return {
+            "replicas": n,
+            "restartPolicy": "OnFailure",
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "pytorch",
+                            "image": "pytorch/pytorch:2.3.0",
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+                        }
+                    ]
+                }
+            },
+        }
 
-    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name, "namespace": ns},
-            "spec": {"pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(workers)}}}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(workers)}},
+    }
 
 
 def mpijob(ns: str, name: str, workers: int, gpus: int = 1) -> dict:
     def replica(n: int, res: dict) -> dict:
-        return {"replicas": n, "template": {"spec": {"containers": [
-            {"name": "mpi", "image": "mpioperator/mpi-pi:openmpi", "resources": {"limits": res}}]}}}
+        return {
+            "replicas": n,
+            "template": {
+                "spec": {
+                    "containers": [{"name": "mpi", "image": "mpioperator/mpi-pi:openmpi", "resources": {"limits": res}}]
+                }
+            },
+        }
 
-    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name, "namespace": ns},
-            "spec": {"slotsPerWorker": 1, "runPolicy": {"cleanPodPolicy": "Running"},
-                     "mpiReplicaSpecs": {"Launcher": replica(1, {"cpu": "1"}),
-                                         "Worker": replica(workers, {"nvidia.com/gpu": str(gpus)})}}}
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "slotsPerWorker": 1,
+            "runPolicy": {"cleanPodPolicy": "Running"},
+            "mpiReplicaSpecs": {
+                "Launcher": replica(1, {"cpu": "1"}),
+                "Worker": replica(workers, {"nvidia.com/gpu": str(gpus)}),
+            },
+        },
+    }

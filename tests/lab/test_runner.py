@@ -15,8 +15,13 @@ VC = scenarios.VC_NS
 @pytest.fixture
 def volcano_without_rbac(lab, core):
     kube.delete(lab, scenarios.vc_scheduler()[1:] + scenarios.vc_scheduler_rbac())
-    kube.wait_for(lambda: not core.list_namespaced_pod(VC, label_selector="app=vc-scheduler").items
-                  if _ns_exists(core, VC) else True, 60, "old vc-scheduler pods gone")
+    kube.wait_for(
+        lambda: not core.list_namespaced_pod(VC, label_selector="app=vc-scheduler").items
+        if _ns_exists(core, VC)
+        else True,
+        60,
+        "old vc-scheduler pods gone",
+    )
     scenarios.install_volcano_crds(lab)
     kube.apply(lab, scenarios.vc_scheduler())
     yield lab
@@ -100,8 +105,9 @@ def test_mpi_operator_creates_volcano_podgroup_for_an_mpijob(volcano, api, names
             kube.apply(lab, [scenarios.mpijob(namespace, "mpi", workers=4)])
             pg = kube.wait_for(lambda: _podgroup(api, namespace, "mpi"), 60, "PodGroup for the MPIJob")
             assert pg["spec"]["minMember"] == 5  # launcher + 4 workers
-            kube.wait_for(lambda: len([n for n in w.snapshot().running() if "worker" in n]) == 4, 90,
-                          "4 MPIJob workers Running")
+            kube.wait_for(
+                lambda: len([n for n in w.snapshot().running() if "worker" in n]) == 4, 90, "4 MPIJob workers Running"
+            )
             pods = k.CoreV1Api(api).list_namespaced_pod(namespace).items
             assert {p.spec.scheduler_name for p in pods} == {"volcano"}
     finally:

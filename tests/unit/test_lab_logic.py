@@ -1,0 +1,145 @@
+"""Unit tests of the lab's own logic (no cluster)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from lab import build, images, nodes
+from lab.runner import expand
+
+UPSTREAM = """module example.com/up
+
+go 1.24.0
+
+toolchain go1.24.4
+
+require (
+	k8s.io/api v0.0.0
+	k8s.io/client-go v0.0.0
+	github.com/x/y v1.2.3 // indirect
+)
+
+retract v1.0.0
+
+replace (
+	k8s.io/api => ./staging/src/k8s.io/api
+	k8s.io/client-go => ./staging/src/k8s.io/client-go
+	k8s.io/endpointslice => ./staging/src/k8s.io/endpointslice
+	google.golang.org/grpc => google.golang.org/grpc v1.57.0
+)
+
+replace go.etcd.io/etcd/api/v3 => ../api
+"""
+
+
+def _replaces(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        if "=>" in line:
+            lhs, rhs = line.replace("replace", "").split("=>")
+            out[lhs.split()[0]] = rhs.strip()
+    return out
+
+
+def test_wrapper_gomod_renames_module_and_drops_toolchain_and_retract():
+    text = build.wrapper_gomod(UPSTREAM, "gangsched.lab/build/x", [("example.com/up", "v1.0.1")])
+    assert text.startswith("module gangsched.lab/build/x\n")
+    assert "toolchain" not in text and "retract" not in text
+    assert "\texample.com/up v1.0.1" in text
+    assert "go 1.24.0" in text
+
+
+def test_wrapper_gomod_drops_relative_replaces_without_staging_version():
+    r = _replaces(build.wrapper_gomod(UPSTREAM, "w", []))
+    assert r == {"google.golang.org/grpc": "google.golang.org/grpc v1.57.0"}
+
+
+def test_wrapper_gomod_turns_staging_replaces_into_versions_and_applies_overrides():
+    text = build.wrapper_gomod(
+        UPSTREAM, "w", [], overrides=(("k8s.io/endpointslice", "v0.33.4"),), staging_version="v0.33.5"
+    )
+    r = _replaces(text)
+    assert r["k8s.io/api"] == "k8s.io/api v0.33.5"
+    assert r["k8s.io/client-go"] == "k8s.io/client-go v0.33.5"
+    assert r["k8s.io/endpointslice"] == "k8s.io/endpointslice v0.33.4"
+    assert r["go.etcd.io/etcd/api/v3"] == "go.etcd.io/etcd/api/v3 v0.33.5"
+    assert text.count("k8s.io/endpointslice =>") == 1
+
+
+def test_unit_keys_change_with_version_and_are_stable():
+    u = build.unit_by_name("kwok")
+    assert u.key == build.unit_by_name("kwok").key
+    assert u.key.startswith("kwok-v")
+    other = build.Unit(**{**u.__dict__, "version": "v9.9.9"})
+    assert other.key != u.key
+
+
+def test_binary_path_of_unbuilt_binary_says_how_to_build(tmp_path, monkeypatch):
+    monkeypatch.setenv("GANGSCHED_LAB_CACHE", str(tmp_path))
+    with pytest.raises(build.BuildError, match="python -m lab build"):
+        build.binary_path("kube-apiserver")
+
+
+@pytest.mark.parametrize(
+    ("image", "repo", "binary"),
+    [
+        ("volcanosh/vc-scheduler:v1.10.0", "volcanosh/vc-scheduler", "vc-scheduler"),
+        ("docker.io/volcanosh/vc-scheduler:v1.10.0", "volcanosh/vc-scheduler", "vc-scheduler"),
+        (
+            "my.registry:5000/volcanosh/vc-controller-manager@sha256:abc",
+            "volcanosh/vc-controller-manager",
+            "vc-controller-manager",
+        ),
+        ("registry.k8s.io/kube-scheduler:v1.33.5", "kube-scheduler", "kube-scheduler"),
+        (
+            "registry.k8s.io/scheduler-plugins/kube-scheduler:v0.33.5",
+            "scheduler-plugins/kube-scheduler",
+            "sp-scheduler",
+        ),
+        ("registry.k8s.io/scheduler-plugins/controller:v0.33.5", "scheduler-plugins/controller", "sp-controller"),
+        ("kubeflow/training-operator:v1-855e096", "kubeflow/training-operator", "training-operator"),
+        ("mpioperator/mpi-operator:0.6.0", "mpioperator/mpi-operator", "mpi-operator"),
+        ("localhost/mpioperator/mpi-operator", "mpioperator/mpi-operator", "mpi-operator"),
+        ("busybox:1.36", "busybox", None),
+        ("nvcr.io/nvidia/k8s-device-plugin:v0.17.3", "nvidia/k8s-device-plugin", None),
+        ("example.com/mirror/volcanosh/vc-scheduler:v1", "mirror/volcanosh/vc-scheduler", None),
+    ],
+)
+def test_image_to_binary(image, repo, binary):
+    assert images.repository(image) == repo
+    assert images.binary_for(image) == binary
+
+
+@pytest.mark.parametrize(
+    ("value", "env", "out"),
+    [
+        ("--ns=$(NS)", {"NS": "kubeflow"}, "--ns=kubeflow"),
+        ("$(MISSING)", {}, "$(MISSING)"),
+        ("$$(NS)", {"NS": "x"}, "$(NS)"),
+        ("a $(A) b $(B)", {"A": "1", "B": "2"}, "a 1 b 2"),
+    ],
+)
+def test_env_expansion_follows_kubernetes_rules(value, env, out):
+    assert expand(value, env) == out
+
+
+def test_gpu_node_body_has_capacity_labels_and_no_taint():
+    body = nodes.node_body("gpu-node-9", 2)
+    assert body["status"]["capacity"]["nvidia.com/gpu"] == "2"
+    assert body["status"]["allocatable"]["nvidia.com/gpu"] == "2"
+    assert body["metadata"]["labels"]["nvidia.com/gpu.present"] == "true"
+    assert body["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+    assert "taints" not in body["spec"]
+
+
+def test_cpu_and_control_plane_nodes_have_no_gpus():
+    assert "nvidia.com/gpu" not in nodes.node_body("cpu-node-0", 0)["status"]["capacity"]
+    cp = nodes.node_body("cp", 0, control_plane=True)
+    assert cp["spec"]["taints"][0]["key"] == "node-role.kubernetes.io/control-plane"
+
+
+def test_runner_query_lists_every_runner_image():
+    q = nodes.runner_image_query()
+    names = yaml.safe_load(q.split(" as $n")[0])
+    assert sorted(names) == sorted(images.V.IMAGES)
