@@ -597,8 +597,8 @@ class Runner:
             self.core.delete_namespaced_pod(
                 md["name"],
                 md["namespace"],
-                grace_period_seconds=0,
-                body=k.V1DeleteOptions(preconditions=k.V1Preconditions(uid=md["uid"])),
+                # with a body, the apiserver reads the options from it alone (query parameters are ignored)
+                body=k.V1DeleteOptions(grace_period_seconds=0, preconditions=k.V1Preconditions(uid=md["uid"])),
             )
         except k.ApiException as e:
             if e.status not in (404, 409):
