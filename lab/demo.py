@@ -17,11 +17,11 @@ def _row(label: str, seen: dict) -> str:
         if seen.get("added_node")
         else "-"
     )
-    bound = len(seen["bound_during_hold"])
-    return (
-        f"| {label:36s} | {len(seen['running_after_hold'])} Running, {len(seen['pending_after_hold'])} Pending"
-        f" (bound: {bound}) | {after:40s} |"
+    before = (
+        f"{len(seen['running_after_hold'])} Running, {len(seen['pending_after_hold'])} Pending"
+        f" (ever bound: {len(seen['bound_during_hold'])})"
     )
+    return f"| {label:36s} | {before:34s} | {after:40s} |"
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from kubernetes import client as k
 
-from lab import build, kube, procs
+from lab import build, kube, nodes, procs, scenarios
 from lab.cluster import Lab
 
 
@@ -47,6 +47,22 @@ def namespace(core):
     kube.ensure_namespace(core, name)
     yield name
     kube.delete_namespace(core, name, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def volcano(lab):
+    """Volcano's CRDs and vc-scheduler (the lab's own minimal Deployment), run by the runner."""
+    scenarios.install_volcano(lab)
+    return lab
+
+
+@pytest.fixture
+def added_nodes(api):
+    """Names of nodes a test adds; removed again afterwards."""
+    added: list[str] = []
+    yield added
+    for name in added:
+        nodes.remove(api, name)
 
 
 @pytest.hookimpl(hookwrapper=True)

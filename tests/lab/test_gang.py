@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab import nodes, scenarios
+from lab import scenarios
 
 HOLD = 20.0
 
@@ -20,24 +20,10 @@ def scheduler_plugins(lab):
     return lab
 
 
-@pytest.fixture(scope="module")
-def volcano(lab):
-    scenarios.install_volcano(lab)
-    return lab
-
-
-@pytest.fixture
-def cleanup_nodes(api):
-    added: list[str] = []
-    yield added
-    for name in added:
-        nodes.remove(api, name)
-
-
-def _gang_holds_then_runs(lab, namespace, scheduler, cleanup_nodes):
+def _gang_holds_then_runs(lab, namespace, scheduler, added_nodes):
     seen = scenarios.observe_gang(lab, namespace, "gang", 5, scheduler, hold=HOLD, add_gpus=1)
     if seen["added_node"]:
-        cleanup_nodes.append(seen["added_node"])
+        added_nodes.append(seen["added_node"])
     assert seen["hold_seconds"] >= HOLD
     assert seen["bound_during_hold"] == [], f"pods bound while the gang could not fit: {seen}"
     assert len(seen["pending_after_hold"]) == 5, seen
@@ -45,12 +31,12 @@ def _gang_holds_then_runs(lab, namespace, scheduler, cleanup_nodes):
     assert len(seen["running_final"]) == 5, seen
 
 
-def test_scheduler_plugins_coscheduling_holds_then_runs(scheduler_plugins, namespace, cleanup_nodes):
-    _gang_holds_then_runs(scheduler_plugins, namespace, "scheduler-plugins", cleanup_nodes)
+def test_scheduler_plugins_coscheduling_holds_then_runs(scheduler_plugins, namespace, added_nodes):
+    _gang_holds_then_runs(scheduler_plugins, namespace, "scheduler-plugins", added_nodes)
 
 
-def test_volcano_gang_holds_then_runs(volcano, namespace, cleanup_nodes):
-    _gang_holds_then_runs(volcano, namespace, "volcano", cleanup_nodes)
+def test_volcano_gang_holds_then_runs(volcano, namespace, added_nodes):
+    _gang_holds_then_runs(volcano, namespace, "volcano", added_nodes)
 
 
 def test_default_scheduler_starts_a_partial_gang(lab, namespace):
