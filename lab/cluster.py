@@ -104,6 +104,8 @@ class Lab:
             build.binary_path(b)  # raises a clear 'not built' error
         if gpu_nodes < 0 or gpus_per_node < 0 or cpu_nodes < 0:
             raise LabError("--gpu-nodes, --gpus-per-node and --cpu-nodes must be >= 0")
+        if api_port and not port_free(api_port):
+            raise LabError(f"port {api_port} on 127.0.0.1 is busy; pick another --api-port or free it")
         # fresh run state, but keep nothing from a previous lab
         if self.root.exists():
             shutil.rmtree(self.root)
@@ -116,8 +118,6 @@ class Lab:
             "controller_manager": free_port(),
             "kwok": free_port(),
         }
-        if api_port and not port_free(api_port):
-            raise LabError(f"port {api_port} on 127.0.0.1 is busy; pick another --api-port or free it")
         st = {
             "ports": ports,
             "started": time.time(),

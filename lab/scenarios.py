@@ -173,6 +173,90 @@ def install_scheduler_plugins(lab: Lab) -> None:
     wait_deployment(lab, SP_NS, SP_NAME)
 
 
+def sp_default_scheduler(lab: Lab, permit_wait: int = 60) -> Path:
+    """Switch the lab's static kube-scheduler to the scheduler-plugins build with Coscheduling in the
+    ``default-scheduler`` profile, kubeadm-style: a KubeSchedulerConfiguration next to the manifest and
+    the manifest's image, command and volumes rewritten. Also binds system:kube-scheduler to the
+    PodGroup rights Coscheduling needs. Returns the manifest path; undo with restore_default_scheduler."""
+    conf = lab.etc / "scheduler.conf"
+    cfg_path = lab.etc / "scheduler-config.yaml"
+    cfg = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(conf)},
+        "leaderElection": {"leaderElect": True},
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {
+                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                    "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+                },
+                "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": permit_wait}}],
+            }
+        ],
+    }
+    cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    kube.apply(lab, _clusterrole_for_user("lab:scheduler-plugins-default", "system:kube-scheduler"))
+    path = lab.manifests / "kube-scheduler.yaml"
+    pod = yaml.safe_load(path.read_text())
+    c = pod["spec"]["containers"][0]
+    c["image"] = f"registry.k8s.io/scheduler-plugins/kube-scheduler:{V.SCHEDULER_PLUGINS}"
+    c["command"] = [
+        "kube-scheduler",
+        f"--config={cfg_path}",
+        f"--authentication-kubeconfig={conf}",
+        f"--authorization-kubeconfig={conf}",
+        "--bind-address=127.0.0.1",
+        "--pod-max-in-unschedulable-pods-duration=10s",
+    ]
+    c["volumeMounts"].append({"name": "config", "mountPath": str(cfg_path), "readOnly": True})
+    pod["spec"]["volumes"].append({"name": "config", "hostPath": {"path": str(cfg_path), "type": "File"}})
+    path.write_text(yaml.safe_dump(pod, sort_keys=False))
+    return path
+
+
+def _clusterrole_for_user(name: str, user: str) -> list[dict]:
+    rules = [
+        {
+            "apiGroups": ["scheduling.x-k8s.io"],
+            "resources": ["podgroups", "elasticquotas"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups/status"], "verbs": ["get", "update", "patch"]},
+    ]
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        },
+    ]
+
+
+def scheduler_lease_holder(lab: Lab) -> str | None:
+    from kubernetes import client as k
+
+    try:
+        lease = k.CoordinationV1Api(kube.api(lab)).read_namespaced_lease("kube-scheduler", "kube-system")
+        return lease.spec.holder_identity or None
+    except k.ApiException:
+        return None
+
+
+def restore_default_scheduler(lab: Lab) -> None:
+    lab.write_scheduler_manifest()
+    (lab.etc / "scheduler-config.yaml").unlink(missing_ok=True)
+
+
 # ---- Volcano --------------------------------------------------------------------------------------
 VC_CONF = """actions: "enqueue, allocate, backfill"
 tiers:
@@ -301,15 +385,26 @@ def wait_deployment(lab: Lab, ns: str, name: str, timeout: float = 60) -> None:
 
 
 # ---- gangs ----------------------------------------------------------------------------------------
-def gang(ns: str, name: str, size: int, scheduler: str, gpus: int = 1, min_member: int | None = None) -> list[dict]:
-    """A PodGroup (for the given scheduler) and ``size`` pods of ``gpus`` GPUs each that join it."""
+def gang(
+    ns: str,
+    name: str,
+    size: int,
+    scheduler: str,
+    gpus: int = 1,
+    min_member: int | None = None,
+    scheduler_name: str | None = None,
+) -> list[dict]:
+    """A PodGroup (for the given scheduler) and ``size`` pods of ``gpus`` GPUs each that join it.
+
+    ``scheduler_name`` overrides the pods' schedulerName (scheduler-plugins as the default scheduler).
+    """
     min_member = size if min_member is None else min_member
     docs: list[dict] = []
     labels = {"app": name}
     annotations: dict = {}
     sched_name = "default-scheduler"
     if scheduler == "scheduler-plugins":
-        sched_name = SP_NAME
+        sched_name = scheduler_name or SP_NAME
         docs.append(
             {
                 "apiVersion": "scheduling.x-k8s.io/v1alpha1",
@@ -353,7 +448,14 @@ def gang(ns: str, name: str, size: int, scheduler: str, gpus: int = 1, min_membe
 
 
 def observe_gang(
-    lab: Lab, ns: str, name: str, size: int, scheduler: str, hold: float = 20.0, add_gpus: int = 0
+    lab: Lab,
+    ns: str,
+    name: str,
+    size: int,
+    scheduler: str,
+    hold: float = 20.0,
+    add_gpus: int = 0,
+    scheduler_name: str | None = None,
 ) -> dict:
     """Create a gang, watch it ``hold`` seconds, optionally add a GPU node and watch it start.
 
@@ -365,7 +467,7 @@ def observe_gang(
     out: dict = {"scheduler": scheduler, "size": size}
     added = None
     with kube.PodWatcher(lab, ns, f"app={name}") as w:
-        kube.apply(lab, gang(ns, name, size, scheduler))
+        kube.apply(lab, gang(ns, name, size, scheduler, scheduler_name=scheduler_name))
         t0 = time.monotonic()
         time.sleep(hold)
         s = w.snapshot()
