@@ -1,0 +1,198 @@
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+"""Private to this collection: the API client. Authentication is kubernetes.core's (the same
+options, K8S_AUTH_* environment fallbacks, kubeconfig/context handling); requests go through the
+``kubernetes`` Python client and come back as plain dicts. Not a public API."""
+
+from __future__ import annotations
+
+import copy
+import json
+import traceback
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import (
+    ApiError,
+    Conflict,
+    Forbidden,
+    GangError,
+    NotFound,
+)
+
+try:
+    from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC as _K8S_AUTH
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+
+    HAS_K8S_CORE = True
+    K8S_CORE_IMPORT_ERROR = None
+except ImportError:
+    _K8S_AUTH = {}
+    HAS_K8S_CORE = False
+    K8S_CORE_IMPORT_ERROR = traceback.format_exc()
+
+try:
+    import kubernetes
+
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError:
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+
+AUTH_ARG_SPEC = copy.deepcopy(_K8S_AUTH)
+
+_VERBS = {"GET": "read", "POST": "create", "PUT": "replace", "PATCH": "patch", "DELETE": "delete"}
+
+
+def check_requirements(module) -> None:
+    """Fail the module (from main()) when a required library is missing."""
+    from ansible.module_utils.basic import missing_required_lib
+
+    if not HAS_K8S_CORE:
+        module.fail_json(
+            msg="This module needs the kubernetes.core collection: ansible-galaxy collection install kubernetes.core "
+            "(or pip install ansible, which bundles it)",
+            exception=K8S_CORE_IMPORT_ERROR,
+        )
+    if not HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+
+
+def _message_of(body: str) -> str:
+    try:
+        return json.loads(body).get("message") or body
+    except (ValueError, AttributeError):
+        return body or ""
+
+
+class Client:
+    """A thin layer over kubernetes.client.ApiClient: JSON in, dicts out, errors as ApiError."""
+
+    def __init__(self, api_client, server: str = ""):
+        self.api = api_client
+        self.server = server or getattr(api_client.configuration, "host", "")
+
+    @classmethod
+    def from_params(cls, params: dict) -> Client:
+        auth = {k: params.get(k) for k in AUTH_ARG_SPEC}
+        try:
+            k8s = get_api_client(**auth)
+        except Exception as e:  # noqa: BLE001 - config, TLS and connection errors alike
+            raise GangError(
+                f"Failed to reach the Kubernetes API: {e}. Check kubeconfig/context/host "
+                "(or K8S_AUTH_KUBECONFIG) and that the API server is up"
+            ) from e
+        api_client = k8s.client.client
+        return cls(api_client, api_client.configuration.host)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body=None,
+        query: dict | None = None,
+        content_type: str = "application/json",
+        what: str = "",
+        timeout: float = 30,
+    ) -> dict:
+        """One API call. ``what`` names the object for messages, e.g. 'Deployment kubeflow/x'."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        try:
+            resp = self.api.call_api(
+                path,
+                method,
+                query_params=list((query or {}).items()),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except kubernetes.client.ApiException as e:
+            msg = _message_of(e.body if isinstance(e.body, str) else (e.body or b"").decode(errors="replace"))
+            verb = _VERBS.get(method, method.lower())
+            obj = what or path
+            if e.status == 404:
+                raise NotFound(f"{obj} not found", 404, msg) from e
+            if e.status == 403:
+                raise Forbidden(f"Forbidden to {verb} {obj}: {msg}", 403, msg) from e
+            if e.status == 409:
+                raise Conflict(f"Conflict on {verb} {obj}: {msg}", 409, msg) from e
+            raise ApiError(f"Failed to {verb} {obj}: {msg or e.reason}", e.status or 0, msg) from e
+        except Exception as e:  # noqa: BLE001 - urllib3 connection errors and timeouts
+            raise ApiError(
+                f"Failed to reach the Kubernetes API at {self.server} ({method} {path}): {e}", 0, str(e)
+            ) from e
+        data = resp[0].data if isinstance(resp, tuple) else resp.data
+        return json.loads(data) if data else {}
+
+    def get(self, path: str, what: str = "", query: dict | None = None) -> dict:
+        return self.request("GET", path, query=query, what=what)
+
+    def get_or_none(self, path: str, what: str = "") -> dict | None:
+        try:
+            return self.get(path, what)
+        except NotFound:
+            return None
+
+    def list(self, path: str, what: str = "", **query) -> list[dict]:
+        """All items of a list call, following continue tokens."""
+        items: list[dict] = []
+        q = {k: v for k, v in query.items() if v is not None}
+        q.setdefault("limit", 500)
+        while True:
+            data = self.get(path, what, q)
+            items.extend(data.get("items") or [])
+            cont = (data.get("metadata") or {}).get("continue")
+            if not cont:
+                return items
+            q["continue"] = cont
+
+    def list_or_empty(self, path: str, what: str = "", **query) -> list[dict]:
+        """Like list, but an API that is not served (CRD not installed) lists nothing."""
+        try:
+            return self.list(path, what, **query)
+        except NotFound:
+            return []
+
+    def watch(self, path: str, timeout_seconds: int, what: str = "", **query):
+        """Events of one watch call (ends when the server closes it after ``timeout_seconds``)."""
+        from kubernetes.watch.watch import iter_resp_lines
+
+        q = {k: v for k, v in query.items() if v is not None}
+        q.update(watch="true", timeoutSeconds=max(1, int(timeout_seconds)), allowWatchBookmarks="true")
+        try:
+            resp = self.api.call_api(
+                path,
+                "GET",
+                query_params=list(q.items()),
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=(10, timeout_seconds + 10),
+            )
+        except kubernetes.client.ApiException as e:
+            raise ApiError(f"Failed to watch {what or path}: {e.reason}", e.status or 0, str(e.body)) from e
+        except Exception as e:  # noqa: BLE001 - connection refused while the API server restarts
+            raise ApiError(f"Failed to reach the Kubernetes API at {self.server} (watch {path}): {e}", 0, str(e)) from e
+        resp = resp[0] if isinstance(resp, tuple) else resp
+        try:
+            for line in iter_resp_lines(resp):
+                yield json.loads(line)
+        except Exception as e:  # noqa: BLE001 - the stream broke (API server restart): caller re-lists
+            raise ApiError(f"Watch of {what or path} broke: {e}", 0, str(e)) from e
+        finally:
+            resp.release_conn()
+
+    def username(self) -> str:
+        try:
+            review = self.request(
+                "POST",
+                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+                what="SelfSubjectReview",
+            )
+            return (review.get("status") or {}).get("userInfo", {}).get("username", "")
+        except ApiError:
+            return ""

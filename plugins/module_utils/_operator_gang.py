@@ -1,0 +1,213 @@
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+"""Private to this collection: what operator_gang does — decide the flag, preflight, patch (or
+dry-run it), wait, and report. Returns data; raises GangError. Not a public API."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _service, _waiter
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError
+
+OPERATORS = {
+    "training_operator": {
+        "namespace": "kubeflow",
+        "name": "training-operator",
+        "container": "training-operator",
+        "flag": "gang-scheduler-name",
+        "prefer": "command",
+        "boolean": False,
+        "label": "training-operator",
+    },
+    "mpi_operator": {
+        "namespace": "mpi-operator",
+        "name": "mpi-operator",
+        "container": "mpi-operator",
+        "flag": "gang-scheduling",
+        "prefer": "args",
+        "boolean": False,
+        "label": "mpi-operator",
+    },
+    "tf_operator": {
+        "namespace": "kubeflow",
+        "name": "tf-job-operator",
+        "container": "tf-job-operator",
+        "flag": "enable-gang-scheduling",
+        "prefer": "command",
+        "boolean": True,
+        "label": "tf-operator (legacy)",
+    },
+}
+
+CONFLICT_RETRIES = 5
+
+
+def derive_scheduler_name(gang_scheduler: str, given: str | None, schedulers: list[dict], operator: str) -> str:
+    """The value the operator's flag must carry for ``gang_scheduler``."""
+    if gang_scheduler == "volcano":
+        if given not in (None, "volcano"):
+            raise GangError(
+                f"scheduler_name={given!r} with gang_scheduler=volcano: {OPERATORS[operator]['label']} treats any "
+                "value other than 'volcano' as a scheduler-plugins profile name. Leave scheduler_name unset"
+            )
+        return "volcano"
+    served = sorted({n for s in schedulers if s["kind"] == "scheduler_plugins" for n in s["gang_profiles"]})
+    if given:
+        if given == "volcano":
+            raise GangError(
+                "scheduler_name='volcano' with gang_scheduler=scheduler_plugins would switch the operator to Volcano; "
+                "set gang_scheduler=volcano instead"
+            )
+        if not served and not any(s["kind"] == "scheduler_plugins" for s in schedulers):
+            raise GangError(
+                f"No scheduler-plugins scheduler serves {given!r}: none is deployed. Install scheduler-plugins "
+                "(role gangsched.kubeflow.scheduler_plugins) first"
+            )
+        if served and given not in served:
+            raise GangError(
+                f"No scheduler-plugins scheduler serves the profile {given!r} with Coscheduling (found: "
+                f"{', '.join(served)}). Pods would stay Pending forever; set scheduler_name to one of them"
+            )
+        return given
+    if len(served) == 1:
+        return served[0]
+    if not served:
+        raise GangError(
+            "Cannot determine the scheduler-plugins scheduler name: no scheduler-plugins kube-scheduler with a "
+            "Coscheduling profile was found (Deployments in all namespaces, the kube-scheduler static pod). "
+            "Install it first or set scheduler_name"
+        )
+    raise GangError(
+        f"Cannot determine the scheduler-plugins scheduler name: several Coscheduling profiles run "
+        f"({', '.join(served)}); set scheduler_name to one of them"
+    )
+
+
+def _enabled_schemes(container: dict) -> list[str] | None:
+    hits = _flags.find(container.get("command"), container.get("args"), "enable-scheme")
+    if not hits:
+        return None  # all schemes
+    return [s.strip().lower() for h in hits if h.value for s in h.value.split(",")]
+
+
+def mpijob_clash(client, operator: str, container: dict) -> str | None:
+    """A message when training-operator would serve MPIJob next to mpi-operator's v2beta1 CRD."""
+    if operator != "training_operator":
+        return None
+    schemes = _enabled_schemes(container)
+    if schemes is not None and "mpijob" not in schemes:
+        return None
+    crd = _service.crd(client, "mpijobs.kubeflow.org")
+    versions = [v.get("name") for v in ((crd or {}).get("spec") or {}).get("versions") or []]
+    if "v2beta1" not in versions:
+        return None
+    return (
+        "training-operator serves MPIJob (no --enable-scheme without mpijob) while the MPIJob CRD is mpi-operator's "
+        "v2beta1: the two clash. Add --enable-scheme for each job kind except mpijob to the training-operator "
+        "container, then re-run"
+    )
+
+
+def flag_text(spec: dict, value: str | None) -> str | None:
+    return None if value is None else f"--{spec['flag']}={value}"
+
+
+def run(client, params: dict, check_mode: bool, warn) -> dict:
+    op = params["operator"]
+    spec = OPERATORS[op]
+    ns = params.get("namespace") or spec["namespace"]
+    name = params.get("name") or spec["name"]
+    gang = params["gang_scheduler"]
+    what = f"Deployment {ns}/{name}"
+
+    dep = _service.get_deployment(
+        client, ns, name, hint=f": install {spec['label']} first, or set namespace/name to where it runs"
+    )
+    container = _service.container_of(dep, params.get("container"), spec["container"])
+
+    scheduler_name = None
+    value = None
+    if gang != "none":
+        if op == "tf_operator" and gang != "volcano":
+            raise GangError(
+                "tf_operator's legacy --enable-gang-scheduling works only with kube-batch/Volcano PodGroups; "
+                "use gang_scheduler=volcano, or move to training-operator for scheduler-plugins"
+            )
+        crd_name = _service.PODGROUP_CRDS[gang]
+        if not _service.crd_established(_service.crd(client, crd_name)):
+            raise GangError(
+                f"CustomResourceDefinition {crd_name} is missing or not Established: {spec['label']} exits at start "
+                f"without it. Install {gang.replace('_', '-')} (with its CRDs) first"
+            )
+        schedulers = _service.find_schedulers(client)
+        scheduler_name = derive_scheduler_name(gang, params.get("scheduler_name"), schedulers, op)
+        value = "true" if spec["boolean"] else scheduler_name
+        running = [
+            s
+            for s in schedulers
+            if s["ready"]
+            and (
+                (gang == "volcano" and s["kind"] == "volcano")
+                or (gang == "scheduler_plugins" and scheduler_name in s["gang_profiles"])
+            )
+        ]
+        if not running:
+            warn(
+                f"No running scheduler serves {scheduler_name!r} yet: gangs will stay Pending until one does "
+                f"(schedulers found: {', '.join(s['namespace'] + '/' + s['name'] for s in schedulers) or 'none'})"
+            )
+        clash = mpijob_clash(client, op, container)
+        if clash:
+            raise GangError(f"{what}: {clash}")
+
+    before = {"container": container["name"], "command": container.get("command"), "args": container.get("args")}
+    result = None
+    for _attempt in range(CONFLICT_RETRIES):
+        if value is None:
+            surgery = _flags.remove_flag(
+                container.get("command"), container.get("args"), spec["flag"], spec["boolean"], f"{what} container {container['name']}"
+            )
+        else:
+            surgery = _flags.set_flag(
+                container.get("command"),
+                container.get("args"),
+                spec["flag"],
+                value,
+                spec["prefer"],
+                spec["boolean"],
+                f"{what} container {container['name']}",
+            )
+        if not surgery.changed:
+            break
+        try:
+            result = _service.patch_deployment_container(
+                client, dep, container["name"], surgery.command, surgery.args, dry_run=check_mode
+            )
+            break
+        except Conflict:
+            dep = _service.get_deployment(client, ns, name)
+            container = _service.container_of(dep, params.get("container"), spec["container"])
+    else:
+        raise GangError(f"Failed to patch {what}: it kept changing under us ({CONFLICT_RETRIES} conflicts in a row)")
+
+    if result is not None:
+        new_c = _service.container_of(result, container["name"], container["name"])
+        after = {"container": new_c["name"], "command": new_c.get("command"), "args": new_c.get("args")}
+    else:
+        after = dict(before)
+    changed = result is not None
+    if changed and not check_mode and params.get("wait"):
+        _waiter.wait_rollout(client, ns, name, params.get("wait_timeout", 120))
+
+    previous_values = surgery.previous
+    return {
+        "changed": changed,
+        "deployment": f"{ns}/{name}",
+        "container": container["name"],
+        "flag": flag_text(spec, value),
+        "previous": previous_values[-1] if previous_values else None,
+        "occurrences_before": len(previous_values),
+        "scheduler_name": scheduler_name,
+        "command": after["command"],
+        "args": after["args"],
+        "_diff": {"before": before, "after": after},
+    }

@@ -1,0 +1,121 @@
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+"""Private to this collection: list-then-watch with re-list on a broken or expired watch (an API
+server restart, 410 Gone), and the predicates the modules wait on. Not a public API."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
+
+
+class WaitTimeout(GangError):
+    pass
+
+
+class Watcher:
+    """Keeps ``store`` (name -> object) current for a list path; calls ``on_event(kind, obj, store)``
+    for every change (kind ADDED/MODIFIED/DELETED; after a re-list, SYNC for every object and DELETED
+    for those gone) and stops when it returns True or the deadline passes."""
+
+    def __init__(self, client, path: str, what: str, clock=time.monotonic, sleep=time.sleep, **query):
+        self.client, self.path, self.what, self.query = client, path, what, query
+        self.clock, self.sleep = clock, sleep
+        self.store: dict[str, dict] = {}
+        self.relists = 0
+        self.errors: list[str] = []
+
+    def _relist(self, on_event) -> tuple[str, bool]:
+        data = self.client.get(self.path, self.what, {k: v for k, v in self.query.items() if v is not None})
+        items = {o["metadata"]["name"]: o for o in data.get("items") or []}
+        done = False
+        for name in list(self.store):
+            if name not in items:
+                obj = self.store.pop(name)
+                done = on_event("DELETED", obj, self.store) or done
+        for name, obj in items.items():
+            self.store[name] = obj
+            done = on_event("SYNC", obj, self.store) or done
+        self.relists += 1
+        return data.get("metadata", {}).get("resourceVersion", ""), done
+
+    def run(self, on_event, timeout: float) -> bool:
+        """True when on_event said done; False on timeout. Connection errors are retried until then."""
+        deadline = self.clock() + timeout
+        rv = None
+        while self.clock() < deadline:
+            try:
+                if rv is None:
+                    rv, done = self._relist(on_event)
+                    if done:
+                        return True
+                left = deadline - self.clock()
+                if left <= 0:
+                    break
+                for ev in self.client.watch(
+                    self.path, min(left, 300), self.what, resourceVersion=rv, **self.query
+                ):
+                    kind, obj = ev.get("type"), ev.get("object") or {}
+                    if kind == "ERROR":  # 410 Gone and friends: start over from a list
+                        rv = None
+                        break
+                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                    if kind == "BOOKMARK":
+                        continue
+                    name = obj["metadata"]["name"]
+                    if kind == "DELETED":
+                        self.store.pop(name, None)
+                    else:
+                        self.store[name] = obj
+                    if on_event(kind, obj, self.store):
+                        return True
+                    if self.clock() >= deadline:
+                        return False
+            except ApiError as e:
+                if e.status in (401, 403, 404):
+                    raise
+                self.errors.append(str(e))
+                rv = None
+                self.sleep(min(1.0, max(0.0, deadline - self.clock())))
+        return False
+
+
+def rollout_complete(dep: dict) -> tuple[bool, str]:
+    """Like `kubectl rollout status`: (done, what is still missing)."""
+    meta, spec, st = dep.get("metadata", {}), dep.get("spec", {}), dep.get("status") or {}
+    want = spec.get("replicas", 1)
+    if st.get("observedGeneration", 0) < meta.get("generation", 0):
+        return False, "the controller has not seen the new generation yet"
+    updated = st.get("updatedReplicas", 0)
+    if updated < want:
+        return False, f"{updated} of {want} replicas updated"
+    if st.get("replicas", 0) > updated:
+        return False, f"{st.get('replicas', 0) - updated} old replica(s) still terminating"
+    if st.get("availableReplicas", 0) < updated:
+        return False, f"{st.get('availableReplicas', 0)} of {updated} updated replicas available"
+    return True, "rolled out"
+
+
+def wait_rollout(client, ns: str, name: str, timeout: float) -> dict:
+    w = Watcher(
+        client,
+        f"/apis/apps/v1/namespaces/{ns}/deployments",
+        f"Deployment {ns}/{name}",
+        fieldSelector=f"metadata.name={name}",
+    )
+    state = {"why": "not seen yet"}
+
+    def on_event(kind, obj, store):
+        if kind == "DELETED":
+            raise GangError(f"Deployment {ns}/{name} was deleted while waiting for its rollout")
+        done, state["why"] = rollout_complete(obj)
+        return done
+
+    if not w.run(on_event, timeout):
+        raise WaitTimeout(
+            f"Timed out after {timeout:.0f}s waiting for the rollout of Deployment {ns}/{name}: {state['why']}"
+            + (f" (API errors meanwhile: {w.errors[-1]})" if w.errors else "")
+            + "; check its pods (kubectl -n {0} describe deployment {1}) or raise wait_timeout".format(ns, name)
+        )
+    return w.store.get(name, {})

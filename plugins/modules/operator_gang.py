@@ -1,0 +1,188 @@
+#!/usr/bin/python
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: operator_gang
+short_description: Ensure the gang-scheduling flag of a Kubeflow operator Deployment
+version_added: 0.1.0
+description:
+  - Sets, changes or removes the gang-scheduling flag of training-operator (C(--gang-scheduler-name), in
+    the container's C(command)), mpi-operator (C(--gang-scheduling), in C(args)) or the legacy tf-operator
+    (C(--enable-gang-scheduling=true)).
+  - The flag is found in C(command) B(or) C(args), as C(--flag=value), C(--flag value) or with one dash;
+    it is replaced in place, duplicates are collapsed to one, and it is never appended twice.
+  - The value is derived from the scheduler actually running unless O(scheduler_name) is given;
+    C(volcano) for Volcano, or the profile name of the scheduler-plugins scheduler that runs
+    Coscheduling (C(scheduler-plugins-scheduler) for a second scheduler, C(default-scheduler) when it
+    replaced the default one).
+  - Before any change it checks that the PodGroup CRD of the chosen scheduler is Established (the
+    operator exits at start without it), that training-operator would not serve MPIJob next to
+    mpi-operator's v2beta1 CRD, and warns when no running scheduler serves the name.
+  - A concurrent edit of the Deployment is not lost; the patch is retried from a fresh read.
+author:
+  - gangsched.kubeflow maintainers
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+attributes:
+  check_mode:
+    support: full
+    details: The patch is sent as a server-side dry run, so the returned command/args are the API server's.
+  diff_mode:
+    support: full
+    details: The container's name, command and args before and after.
+  idempotent:
+    support: full
+    details: A second run with the same options reports RV(ignore:changed=false).
+options:
+  operator:
+    description: Which operator the Deployment runs.
+    type: str
+    required: true
+    choices: [training_operator, mpi_operator, tf_operator]
+  gang_scheduler:
+    description:
+      - The gang scheduler the operator should create PodGroups for.
+      - V(none) removes the flag.
+    type: str
+    required: true
+    choices: [volcano, scheduler_plugins, none]
+  scheduler_name:
+    description:
+      - The flag's value. Derived when not set (see description); must be V(volcano) or unset for Volcano.
+    type: str
+  namespace:
+    description: Namespace of the Deployment. Defaults to V(kubeflow) (training_operator, tf_operator) or V(mpi-operator).
+    type: str
+  name:
+    description: Name of the Deployment. Defaults to V(training-operator), V(mpi-operator) or V(tf-job-operator).
+    type: str
+  container:
+    description: Container to edit. Defaults to the operator's usual container name, or the only container.
+    type: str
+  wait:
+    description: After a change, wait until the rollout is complete and the new pod is available.
+    type: bool
+    default: false
+  wait_timeout:
+    description: Seconds to wait for the rollout.
+    type: int
+    default: 120
+seealso:
+  - module: gangsched.kubeflow.gang_rbac
+  - module: gangsched.kubeflow.gang_info
+  - module: kubernetes.core.k8s
+"""
+
+EXAMPLES = r"""
+---
+- name: Point training-operator at Volcano
+  gangsched.kubeflow.operator_gang:
+    operator: training_operator
+    gang_scheduler: volcano
+    wait: true
+
+- name: mpi-operator with the scheduler-plugins scheduler that is running (name derived)
+  gangsched.kubeflow.operator_gang:
+    operator: mpi_operator
+    gang_scheduler: scheduler_plugins
+    kubeconfig: ~/.kube/config
+    context: gpu-cluster
+
+- name: Remove the gang flag again
+  gangsched.kubeflow.operator_gang:
+    operator: training_operator
+    gang_scheduler: none
+"""
+
+RETURN = r"""
+deployment:
+  description: The Deployment edited, as namespace/name.
+  returned: always
+  type: str
+  sample: kubeflow/training-operator
+container:
+  description: The container edited.
+  returned: always
+  type: str
+  sample: training-operator
+flag:
+  description: The flag now in effect, or null when it was removed.
+  returned: always
+  type: str
+  sample: --gang-scheduler-name=scheduler-plugins-scheduler
+previous:
+  description: The flag's value before the change (the last occurrence, as the operator reads it), or null.
+  returned: always
+  type: str
+  sample: scheduler-plugins
+occurrences_before:
+  description: How many times the flag appeared before (more than one is collapsed to one).
+  returned: always
+  type: int
+  sample: 2
+scheduler_name:
+  description: The scheduler name the flag carries (derived or given); null for O(gang_scheduler=none).
+  returned: always
+  type: str
+  sample: volcano
+command:
+  description: The container's command after the change (as the API server returned it).
+  returned: always
+  type: list
+  elements: str
+  sample: [/manager, --gang-scheduler-name=volcano]
+args:
+  description: The container's args after the change.
+  returned: always
+  type: list
+  elements: str
+  sample: [--lock-namespace=mpi-operator, --gang-scheduling=volcano]
+diff:
+  description: Container name, command and args before and after.
+  returned: when diff mode is on
+  type: dict
+  sample: {"before": {"args": null, "command": ["/manager"]}, "after": {"command": ["/manager", "--gang-scheduler-name=volcano"]}}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import AUTH_ARG_SPEC, Client, check_requirements
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import run
+
+
+def argument_spec() -> dict:
+    spec = dict(AUTH_ARG_SPEC)
+    spec.update(
+        operator=dict(type="str", required=True, choices=["training_operator", "mpi_operator", "tf_operator"]),
+        gang_scheduler=dict(type="str", required=True, choices=["volcano", "scheduler_plugins", "none"]),
+        scheduler_name=dict(type="str"),
+        namespace=dict(type="str"),
+        name=dict(type="str"),
+        container=dict(type="str"),
+        wait=dict(type="bool", default=False),
+        wait_timeout=dict(type="int", default=120),
+    )
+    return spec
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    check_requirements(module)
+    try:
+        client = Client.from_params(module.params)
+        result = run(client, module.params, module.check_mode, module.warn)
+    except GangError as e:
+        module.fail_json(msg=e.msg, **e.details)
+    diff = result.pop("_diff")
+    if module._diff:
+        result["diff"] = diff
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
