@@ -46,6 +46,18 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _put(path: Path, text: str) -> None:
+    """Write a volume file only when its content changed, atomically (a reader never sees it empty)."""
+    try:
+        if path.read_text() == text:
+            return
+    except OSError:
+        pass
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def log(msg: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {msg}", flush=True)
 
@@ -311,7 +323,7 @@ class PodRun:
                 raise PodSetupError("CreateContainerConfigError", f"key {key} not found")
             p = target / path
             p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(data[key])
+            _put(p, data[key])
 
     def materialise_volumes(self, tokens: bool = True) -> dict[str, Path]:
         """Write the pod's volumes under its directory, in place (the files stay the ones bind-mounted
@@ -340,9 +352,7 @@ class PodRun:
                     if "serviceAccountToken" in src:
                         t = src["serviceAccountToken"]
                         if tokens or not (target / t["path"]).exists():
-                            (target / t["path"]).write_text(
-                                self._token(t.get("audience"), t.get("expirationSeconds", 3600))
-                            )
+                            _put(target / t["path"], self._token(t.get("audience"), t.get("expirationSeconds", 3600)))
                     elif "configMap" in src:
                         data = self._read_configmap(src["configMap"]["name"], src["configMap"].get("optional", False))
                         if data is not None:
@@ -354,11 +364,11 @@ class PodRun:
                     elif "downwardAPI" in src:
                         for item in src["downwardAPI"].get("items") or []:
                             if "fieldRef" in item:
-                                (target / item["path"]).write_text(self._field(item["fieldRef"]["fieldPath"]))
+                                _put(target / item["path"], self._field(item["fieldRef"]["fieldPath"]))
             elif "downwardAPI" in v:
                 for item in v["downwardAPI"].get("items") or []:
                     if "fieldRef" in item:
-                        (target / item["path"]).write_text(self._field(item["fieldRef"]["fieldPath"]))
+                        _put(target / item["path"], self._field(item["fieldRef"]["fieldPath"]))
             elif "emptyDir" in v:
                 pass
             else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import traceback
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import (
@@ -74,11 +75,18 @@ class Client:
     @classmethod
     def from_params(cls, params: dict) -> Client:
         auth = {k: params.get(k) for k in AUTH_ARG_SPEC}
+        kubeconfig = auth.get("kubeconfig") or os.environ.get("K8S_AUTH_KUBECONFIG")
+        if kubeconfig and isinstance(kubeconfig, str) and not os.path.isfile(os.path.expanduser(kubeconfig)):
+            raise GangError(
+                f"kubeconfig {kubeconfig} not found or not a file; set kubeconfig (or K8S_AUTH_KUBECONFIG) "
+                "to a readable kubeconfig, or give host and credentials"
+            )
         try:
             k8s = get_api_client(**auth)
         except Exception as e:  # noqa: BLE001 - config, TLS and connection errors alike
+            at = f" at {auth['host']}" if auth.get("host") else ""
             raise GangError(
-                f"Failed to reach the Kubernetes API: {e}. Check kubeconfig/context/host "
+                f"Failed to reach the Kubernetes API{at}: {e}. Check kubeconfig/context/host "
                 "(or K8S_AUTH_KUBECONFIG) and that the API server is up"
             ) from e
         api_client = k8s.client.client

@@ -164,7 +164,11 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     for _attempt in range(CONFLICT_RETRIES):
         if value is None:
             surgery = _flags.remove_flag(
-                container.get("command"), container.get("args"), spec["flag"], spec["boolean"], f"{what} container {container['name']}"
+                container.get("command"),
+                container.get("args"),
+                spec["flag"],
+                spec["boolean"],
+                f"{what} container {container['name']}",
             )
         else:
             surgery = _flags.set_flag(

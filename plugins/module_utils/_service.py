@@ -71,9 +71,7 @@ def get_deployment(client, ns: str, name: str, hint: str = "") -> dict:
         raise GangError(f"Deployment {ns}/{name} not found{hint}") from e
 
 
-def patch_deployment_container(
-    client, dep: dict, container: str, command, args, dry_run: bool
-) -> dict:
+def patch_deployment_container(client, dep: dict, container: str, command, args, dry_run: bool) -> dict:
     """Strategic-merge patch of one container's command/args, guarded by the resourceVersion read
     (a concurrent edit gives Conflict, and the caller retries from a fresh read)."""
     ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
@@ -217,7 +215,9 @@ def find_schedulers(client) -> list[dict]:
                 entry["scheduler_names"] = entry["gang_profiles"] = ["kube-batch"]
             found.append(entry)
     # the default scheduler's static pod (mirror pods in kube-system)
-    for pod in client.list("/api/v1/namespaces/kube-system/pods", what="Pods in kube-system", labelSelector="component=kube-scheduler"):
+    for pod in client.list(
+        "/api/v1/namespaces/kube-system/pods", what="Pods in kube-system", labelSelector="component=kube-scheduler"
+    ):
         for c in pod["spec"].get("containers") or []:
             kind = image_kind(c.get("image", ""), SCHEDULER_IMAGES)
             if kind != "scheduler_plugins":

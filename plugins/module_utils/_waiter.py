@@ -53,9 +53,7 @@ class Watcher:
                 left = deadline - self.clock()
                 if left <= 0:
                     break
-                for ev in self.client.watch(
-                    self.path, min(left, 300), self.what, resourceVersion=rv, **self.query
-                ):
+                for ev in self.client.watch(self.path, min(left, 300), self.what, resourceVersion=rv, **self.query):
                     kind, obj = ev.get("type"), ev.get("object") or {}
                     if kind == "ERROR":  # 410 Gone and friends: start over from a list
                         rv = None

@@ -150,7 +150,11 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import AUTH_ARG_SPEC, Client, check_requirements
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
+    AUTH_ARG_SPEC,
+    Client,
+    check_requirements,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import run
 
