@@ -39,7 +39,7 @@ OPERATOR_IMAGES = {
 
 
 def image_repo(image: str) -> tuple[str, str]:
-    """('scheduler-plugins/kube-scheduler', 'v0.33.5') from 'registry.k8s.io/scheduler-plugins/kube-scheduler:v0.33.5'."""
+    """Repository without registry, and tag: registry.k8s.io/a/b:v1 -> ('a/b', 'v1')."""
     name, _, digest = image.partition("@")
     tag = ""
     last = name.rsplit("/", 1)[-1]

@@ -114,6 +114,6 @@ def wait_rollout(client, ns: str, name: str, timeout: float) -> dict:
         raise WaitTimeout(
             f"Timed out after {timeout:.0f}s waiting for the rollout of Deployment {ns}/{name}: {state['why']}"
             + (f" (API errors meanwhile: {w.errors[-1]})" if w.errors else "")
-            + "; check its pods (kubectl -n {0} describe deployment {1}) or raise wait_timeout".format(ns, name)
+            + f"; check its pods (kubectl -n {ns} describe deployment {name}) or raise wait_timeout"
         )
     return w.store.get(name, {})

@@ -149,7 +149,6 @@ diff:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
     AUTH_ARG_SPEC,
     Client,

@@ -9,10 +9,9 @@ import copy
 
 import pytest
 from kubernetes import client as k
+from lab_ansible import comparable, run_module
 
 from lab import kube, scenarios
-
-from lab_ansible import comparable, run_module
 
 
 def _operator_like(ns: str, name: str, command=None, args=None, containers: int = 1) -> dict:

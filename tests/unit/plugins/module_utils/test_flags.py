@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 
