@@ -509,7 +509,9 @@ def _role(name: str, rules: list[dict]) -> dict:
 _ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]
 
 
-def training_operator(gang_flag: str | None = "--gang-scheduler-name=volcano") -> list[dict]:
+def training_operator(
+    gang_flag: str | None = "--gang-scheduler-name=volcano", podgroup_rights: bool = True
+) -> list[dict]:
     rules = [
         {
             "apiGroups": ["kubeflow.org"],
@@ -523,10 +525,13 @@ def training_operator(gang_flag: str | None = "--gang-scheduler-name=volcano") -
             "resources": ["validatingwebhookconfigurations"],
             "verbs": ["get", "list", "watch", "update"],
         },
-        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _ALL},
-        {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": _ALL},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": _ALL},
     ]
+    if podgroup_rights:
+        rules += [
+            {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _ALL},
+            {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": _ALL},
+        ]
     command = ["/manager", "--enable-scheme=pytorchjob"] + ([gang_flag] if gang_flag else [])
     dep = _deployment(TO_NS, "training-operator", "training-operator", "kubeflow/training-operator:v1-855e096", [])
     c = dep["spec"]["template"]["spec"]["containers"][0]
@@ -562,11 +567,13 @@ def training_operator(gang_flag: str | None = "--gang-scheduler-name=volcano") -
     ]
 
 
-def install_training_operator(lab: Lab, gang_flag: str | None = "--gang-scheduler-name=volcano") -> None:
+def install_training_operator(
+    lab: Lab, gang_flag: str | None = "--gang-scheduler-name=volcano", podgroup_rights: bool = True
+) -> None:
     docs = [d for d in crds("training-operator", "crds") if d["metadata"]["name"] == "pytorchjobs.kubeflow.org"]
     kube.apply(lab, docs, server_side=True)
     wait_crds_established(lab, [d["metadata"]["name"] for d in docs])
-    kube.apply(lab, training_operator(gang_flag))
+    kube.apply(lab, training_operator(gang_flag, podgroup_rights))
     wait_deployment(lab, TO_NS, "training-operator")
 
 

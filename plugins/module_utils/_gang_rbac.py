@@ -1,0 +1,159 @@
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+"""Private to this collection: what gang_rbac does — a dedicated ClusterRole + ClusterRoleBinding per
+component ServiceAccount, owned by the collection, verified with SubjectAccessReview. Not a public API."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._service import FIELD_MANAGER, MANAGED_BY
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+VERIFY_SECONDS = 15  # the authorizer's RBAC cache follows a change within a second or two
+
+
+def object_name(component: str, ns: str, sa: str) -> str:
+    return f"gangsched.kubeflow:{component}:{ns}:{sa}"
+
+
+def _write(client, method: str, path: str, body: dict | None, what: str, check_mode: bool) -> dict:
+    query = {"fieldManager": FIELD_MANAGER} if method in ("POST", "PUT") else {}
+    if check_mode:
+        query["dryRun"] = "All"
+    return client.request(method, path, body=body, query=query, what=what)
+
+
+def run(client, params: dict, check_mode: bool, warn) -> dict:
+    component = params["component"]
+    d_ns, d_sa, schedulers = _rbac.COMPONENTS[component]
+    gang = params.get("gang_scheduler")
+    if not gang:
+        if len(schedulers) > 1:
+            raise GangError(f"gang_scheduler is required for component={component} (one of {', '.join(schedulers)})")
+        gang = schedulers[0]
+    sa_opt = params.get("service_account") or {}
+    ns, sa = sa_opt.get("namespace") or d_ns, sa_opt.get("name") or d_sa
+    required = _rbac.required_rules(component, gang)
+    extra = params.get("extra_rules") or []
+    _rbac.validate_extra(extra)
+    wild = [r for r in extra if _rbac.has_wildcard(r)]
+    if wild and not params.get("allow_wildcard"):
+        raise GangError(
+            f"extra_rules contains a wildcard rule {wild[0]!r} for ServiceAccount {ns}/{sa}: refused. Name the "
+            "apiGroups, resources and verbs it needs, or set allow_wildcard=true knowingly"
+        )
+    if wild:
+        warn(f"ServiceAccount {ns}/{sa} gets a wildcard rule ({wild[0]!r}) because allow_wildcard=true")
+    rules = required + extra
+    name = object_name(component, ns, sa)
+    labels = {**MANAGED_BY, "gangsched.kubeflow/component": component.replace("_", "-")}
+    needed = _rbac.checks(required)
+    state = params.get("state", "present")
+    verify = params.get("verify", True)
+
+    if client.get_or_none(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}", f"ServiceAccount {ns}/{sa}") is None:
+        msg = f"ServiceAccount {ns}/{sa} not found"
+        if state == "present":
+            raise GangError(f"{msg}: install the component first, or set service_account to the one its pods run as")
+        warn(msg)
+
+    missing_before = [c for c in needed if not _rbac.allowed(client, ns, sa, c)] if verify else None
+
+    role_path, bind_path = f"{RBAC}/clusterroles/{name}", f"{RBAC}/clusterrolebindings/{name}"
+    role = client.get_or_none(role_path, f"ClusterRole {name}")
+    binding = client.get_or_none(bind_path, f"ClusterRoleBinding {name}")
+    subjects = [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+    before = {
+        "rules": (role or {}).get("rules"),
+        "subjects": (binding or {}).get("subjects"),
+    }
+    changed = False
+    if state == "present":
+        want_role = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": labels},
+            "rules": rules,
+        }
+        want_binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": labels},
+            "roleRef": role_ref,
+            "subjects": subjects,
+        }
+        if role is None:
+            _write(client, "POST", f"{RBAC}/clusterroles", want_role, f"ClusterRole {name}", check_mode)
+            changed = True
+        elif _rbac.normalize(role.get("rules") or []) != _rbac.normalize(rules) or any(
+            (role["metadata"].get("labels") or {}).get(k) != v for k, v in labels.items()
+        ):
+            want_role["metadata"]["resourceVersion"] = role["metadata"]["resourceVersion"]
+            _write(client, "PUT", role_path, want_role, f"ClusterRole {name}", check_mode)
+            changed = True
+        if binding is not None and binding.get("roleRef") != role_ref:
+            _write(client, "DELETE", bind_path, None, f"ClusterRoleBinding {name}", check_mode)
+            binding = None
+        if binding is None:
+            _write(
+                client, "POST", f"{RBAC}/clusterrolebindings", want_binding, f"ClusterRoleBinding {name}", check_mode
+            )
+            changed = True
+        elif binding.get("subjects") != subjects:
+            want_binding["metadata"]["resourceVersion"] = binding["metadata"]["resourceVersion"]
+            _write(client, "PUT", bind_path, want_binding, f"ClusterRoleBinding {name}", check_mode)
+            changed = True
+        after = {"rules": rules, "subjects": subjects}
+    else:
+        if binding is not None:
+            _write(client, "DELETE", bind_path, None, f"ClusterRoleBinding {name}", check_mode)
+            changed = True
+        if role is not None:
+            _write(client, "DELETE", role_path, None, f"ClusterRole {name}", check_mode)
+            changed = True
+        after = {"rules": None, "subjects": None}
+
+    missing_after = None
+    if verify:
+        if state == "present":
+            if check_mode or not changed:
+                missing_after = [c for c in missing_before if not _rbac.covers(rules, *c)]
+            else:
+                missing_after = _settle(client, ns, sa, needed, lambda m: not m)
+            if missing_after:
+                raise GangError(
+                    f"ServiceAccount {ns}/{sa} still lacks {', '.join(map(_rbac.check_text, missing_after))} after "
+                    f"ClusterRoleBinding {name} was applied; check for a deny webhook or an authorizer other than RBAC"
+                )
+        else:
+            others = _rbac.rules_bound_elsewhere(client, ns, sa, name)
+            predicted = [c for c in needed if not _rbac.covers(others, *c)]
+            if check_mode or not changed:
+                missing_after = predicted
+            else:
+                missing_after = _settle(client, ns, sa, needed, lambda m: set(m) >= set(predicted))
+    return {
+        "changed": changed,
+        "cluster_role": name,
+        "cluster_role_binding": name,
+        "service_account": f"{ns}/{sa}",
+        "gang_scheduler": gang,
+        "rules": rules if state == "present" else [],
+        "missing_before": None if missing_before is None else [_rbac.check_text(c) for c in missing_before],
+        "missing_after": None if missing_after is None else [_rbac.check_text(c) for c in missing_after],
+        "_diff": {"before": before, "after": after},
+    }
+
+
+def _settle(client, ns: str, sa: str, needed, done, clock=time.monotonic) -> list:
+    """SubjectAccessReviews until ``done(missing)`` or VERIFY_SECONDS passed (RBAC cache lag)."""
+    deadline = clock() + VERIFY_SECONDS
+    while True:
+        missing = [c for c in needed if not _rbac.allowed(client, ns, sa, c)]
+        if done(missing) or clock() > deadline:
+            return missing
+        time.sleep(0.5)

@@ -1,0 +1,233 @@
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+"""Private to this collection: the gang rights each component needs (component x scheduler), rule
+coverage maths, and the SubjectAccessReview check as a ServiceAccount. Not a public API."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+
+RW = ["create", "get", "list", "watch", "update", "patch", "delete"]
+RO = ["get", "list", "watch"]
+VC, SP = "scheduling.volcano.sh", "scheduling.x-k8s.io"
+
+# component -> (default namespace, default ServiceAccount, schedulers it may be used with)
+COMPONENTS = {
+    "training_operator": ("kubeflow", "training-operator", ("volcano", "scheduler_plugins")),
+    "mpi_operator": ("mpi-operator", "mpi-operator", ("volcano", "scheduler_plugins")),
+    "volcano_scheduler": ("volcano-system", "volcano-scheduler", ("volcano",)),
+    "volcano_controllers": ("volcano-system", "volcano-controllers", ("volcano",)),
+    "scheduler_plugins_scheduler": ("scheduler-plugins", "scheduler-plugins-scheduler", ("scheduler_plugins",)),
+    "scheduler_plugins_controller": ("scheduler-plugins", "scheduler-plugins-controller", ("scheduler_plugins",)),
+}
+
+
+def _r(group: str, resources: list[str], verbs: list[str]) -> dict:
+    return {"apiGroups": [group], "resources": resources, "verbs": verbs}
+
+
+# The gang-specific rights (on top of what a component's own install grants): what upstream's
+# troubleshooting shows failing, never a wildcard.
+RULES: dict[tuple[str, str], list[dict]] = {
+    # training-operator v1.8 watches both PodGroup kinds whose CRDs exist, whichever it creates
+    ("training_operator", "volcano"): [_r(VC, ["podgroups"], RW), _r(SP, ["podgroups"], RO)],
+    ("training_operator", "scheduler_plugins"): [_r(SP, ["podgroups"], RW), _r(VC, ["podgroups"], RO)],
+    ("mpi_operator", "volcano"): [
+        _r(VC, ["podgroups"], RW),
+        _r(VC, ["queues"], RO),
+        _r("scheduling.k8s.io", ["priorityclasses"], RO),
+    ],
+    ("mpi_operator", "scheduler_plugins"): [
+        _r(SP, ["podgroups"], RW),
+        _r("scheduling.k8s.io", ["priorityclasses"], RO),
+    ],
+    ("volcano_scheduler", "volcano"): [
+        _r(VC, ["podgroups"], RO + ["update", "patch"]),
+        _r(VC, ["podgroups/status"], ["update", "patch"]),
+        _r(VC, ["queues"], RO + ["create", "update", "patch"]),
+        _r(VC, ["queues/status"], ["update", "patch"]),
+        _r("nodeinfo.volcano.sh", ["numatopologies"], RO),
+        _r("", ["pods"], RO + ["update", "patch", "delete"]),
+        _r("", ["pods/status"], ["update", "patch"]),
+        _r("", ["pods/binding", "bindings"], ["create"]),
+        _r("", ["events"], ["create", "list", "watch", "update", "patch"]),
+        _r(
+            "",
+            [
+                "nodes",
+                "namespaces",
+                "resourcequotas",
+                "persistentvolumes",
+                "persistentvolumeclaims",
+                "configmaps",
+                "services",
+                "replicationcontrollers",
+            ],
+            RO,
+        ),
+        _r("apps", ["replicasets", "statefulsets"], RO),
+        _r("policy", ["poddisruptionbudgets"], RO),
+        _r("scheduling.k8s.io", ["priorityclasses"], RO),
+        _r(
+            "storage.k8s.io",
+            ["storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"],
+            RO,
+        ),
+        _r("coordination.k8s.io", ["leases"], ["create", "get", "list", "watch", "update"]),
+    ],
+    ("volcano_controllers", "volcano"): [
+        _r("batch.volcano.sh", ["jobs"], RW),
+        _r("batch.volcano.sh", ["jobs/status", "jobs/finalizers"], ["update", "patch"]),
+        _r("bus.volcano.sh", ["commands"], RO + ["delete"]),
+        _r(VC, ["podgroups"], RW),
+        _r(VC, ["podgroups/status"], ["update", "patch"]),
+        _r(VC, ["queues"], RW),
+        _r(VC, ["queues/status"], ["update", "patch"]),
+        _r("", ["pods"], RW),
+        _r("", ["services", "configmaps", "secrets", "persistentvolumeclaims"], RW),
+        _r("", ["events"], ["create", "list", "watch", "update", "patch"]),
+        _r("networking.k8s.io", ["networkpolicies"], RW),
+        _r("apps", ["daemonsets", "replicasets", "statefulsets", "deployments"], RO),
+        _r("batch", ["jobs"], RO),
+        _r("scheduling.k8s.io", ["priorityclasses"], RO),
+        _r("coordination.k8s.io", ["leases"], ["create", "get", "list", "watch", "update"]),
+    ],
+    ("scheduler_plugins_scheduler", "scheduler_plugins"): [
+        _r(SP, ["podgroups", "elasticquotas"], RO),
+        _r(SP, ["podgroups/status", "elasticquotas/status"], ["update", "patch"]),
+        _r(
+            "storage.k8s.io",
+            ["csinodes", "csidrivers", "csistoragecapacities", "storageclasses", "volumeattachments"],
+            RO,
+        ),
+        _r("", ["configmaps"], RO),
+        _r("coordination.k8s.io", ["leases"], ["create", "get", "list", "watch", "update"]),
+    ],
+    ("scheduler_plugins_controller", "scheduler_plugins"): [
+        _r(SP, ["podgroups", "elasticquotas"], RO + ["update", "patch"]),
+        _r(SP, ["podgroups/status", "elasticquotas/status"], ["update", "patch"]),
+        _r("", ["pods"], RO),
+        _r("", ["events"], ["create", "patch", "update"]),
+        _r("coordination.k8s.io", ["leases"], ["create", "get", "list", "watch", "update"]),
+    ],
+}
+
+
+def required_rules(component: str, gang_scheduler: str) -> list[dict]:
+    allowed = COMPONENTS[component][2]
+    if gang_scheduler not in allowed:
+        raise GangError(
+            f"component={component} works with gang_scheduler {' or '.join(allowed)}, not {gang_scheduler}; "
+            "fix component or gang_scheduler"
+        )
+    return [dict(r) for r in RULES[(component, gang_scheduler)]]
+
+
+def checks(rules: list[dict]) -> list[tuple[str, str, str]]:
+    """Every (verb, group, resource) a rule set grants, in a stable order (subresources kept as 'a/b')."""
+    out = []
+    for r in rules:
+        for g in r.get("apiGroups") or [""]:
+            for res in r.get("resources") or []:
+                for v in r.get("verbs") or []:
+                    out.append((v, g, res))
+    return sorted(set(out), key=lambda t: (t[1], t[2], t[0]))
+
+
+def has_wildcard(rule: dict) -> bool:
+    return any("*" in (rule.get(k) or []) for k in ("apiGroups", "resources", "verbs")) or any(
+        "*" in (x or "") for x in rule.get("resources") or []
+    )
+
+
+def covers(rules: list[dict], verb: str, group: str, resource: str) -> bool:
+    """Whether a (cluster-scoped, no resourceNames) rule set grants one check."""
+    for r in rules:
+        if r.get("resourceNames") or r.get("nonResourceURLs"):
+            continue
+        if verb not in r.get("verbs", []) and "*" not in r.get("verbs", []):
+            continue
+        if group not in r.get("apiGroups", []) and "*" not in r.get("apiGroups", []):
+            continue
+        res = r.get("resources", [])
+        top = resource.split("/", 1)[0]
+        if resource in res or "*" in res or (resource != top and f"{top}/*" in res):
+            return True
+    return False
+
+
+def normalize(rules: list[dict]) -> list[dict]:
+    """A canonical form for comparing rule lists (sorted members, empty fields dropped)."""
+    out = []
+    for r in rules:
+        keys = ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs")
+        out.append({k: sorted(r[k]) for k in keys if r.get(k)})
+    return sorted(out, key=lambda r: repr(sorted(r.items())))
+
+
+def validate_extra(rules: list[dict]) -> None:
+    for i, r in enumerate(rules):
+        if not isinstance(r, dict) or not r.get("verbs") or not (r.get("resources") or r.get("nonResourceURLs")):
+            raise GangError(
+                f"extra_rules[{i}] is not a valid PolicyRule (needs verbs and resources, plus apiGroups): {r!r}"
+            )
+        for k in ("apiGroups", "resources", "verbs", "resourceNames"):
+            if k in r and not (isinstance(r[k], list) and all(isinstance(x, str) for x in r[k])):
+                raise GangError(f"extra_rules[{i}].{k} must be a list of strings, got {r[k]!r}")
+
+
+def check_text(c: tuple[str, str, str]) -> str:
+    verb, group, resource = c
+    return f"{verb} {group or 'core'}/{resource}"
+
+
+def sa_user(ns: str, name: str) -> tuple[str, list[str]]:
+    return f"system:serviceaccount:{ns}:{name}", [
+        "system:serviceaccounts",
+        f"system:serviceaccounts:{ns}",
+        "system:authenticated",
+    ]
+
+
+def allowed(client, ns: str, sa: str, c: tuple[str, str, str]) -> bool:
+    """SubjectAccessReview (cluster-wide) of one check as the ServiceAccount."""
+    user, groups = sa_user(ns, sa)
+    verb, group, resource = c
+    res, _, sub = resource.partition("/")
+    attrs = {"verb": verb, "group": group, "resource": res}
+    if sub:
+        attrs["subresource"] = sub
+    review = client.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        body={
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": groups, "resourceAttributes": attrs},
+        },
+        what=f"SubjectAccessReview for {user}",
+    )
+    return bool((review.get("status") or {}).get("allowed"))
+
+
+def rules_bound_elsewhere(client, ns: str, sa: str, exclude_binding: str) -> list[dict]:
+    """Rules of every ClusterRole bound cluster-wide to the ServiceAccount (or its groups), except ours."""
+    user, groups = sa_user(ns, sa)
+    out: list[dict] = []
+    for b in client.list("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", what="ClusterRoleBindings"):
+        if b["metadata"]["name"] == exclude_binding:
+            continue
+        for s in b.get("subjects") or []:
+            hit = (
+                (s.get("kind") == "ServiceAccount" and s.get("name") == sa and s.get("namespace") == ns)
+                or (s.get("kind") == "Group" and s.get("name") in groups)
+                or (s.get("kind") == "User" and s.get("name") == user)
+            )
+            if hit and b["roleRef"]["kind"] == "ClusterRole":
+                role = client.get_or_none(
+                    f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{b['roleRef']['name']}",
+                    what=f"ClusterRole {b['roleRef']['name']}",
+                )
+                out.extend((role or {}).get("rules") or [])
+                break
+    return out

@@ -1,0 +1,185 @@
+#!/usr/bin/python
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gang_rbac
+short_description: Give a gang component's ServiceAccount the rights its gang scheduler needs, and no more
+version_added: 0.1.0
+description:
+  - Applies a dedicated ClusterRole and ClusterRoleBinding, owned by this collection (label
+    C(app.kubernetes.io/managed-by=gangsched.kubeflow)), named C(gangsched.kubeflow:<component>:<namespace>:<serviceaccount>),
+    so an operator upgrade that rewrites its own ClusterRole does not drop them.
+  - The rules come from a table per component and gang scheduler (PodGroups in the scheduler's API group,
+    C(podgroups/status), queues, csinodes, volumeattachments and so on), never C('*'/'*'/'*').
+  - With O(verify=true), every required (verb, API group, resource) is checked with a SubjectAccessReview
+    as the ServiceAccount before and after, returned as RV(missing_before) and RV(missing_after).
+  - A wildcard in O(extra_rules) is refused unless O(allow_wildcard=true), and then warned about.
+author:
+  - gangsched.kubeflow maintainers
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+attributes:
+  check_mode:
+    support: full
+    details: Writes are server-side dry runs; RV(missing_after) is predicted from the rules.
+  diff_mode:
+    support: full
+    details: The ClusterRole's rules and the binding's subjects before and after.
+  idempotent:
+    support: full
+options:
+  component:
+    description: The component whose ServiceAccount gets the rights.
+    type: str
+    required: true
+    choices: [training_operator, mpi_operator, volcano_scheduler, volcano_controllers, scheduler_plugins_scheduler, scheduler_plugins_controller]
+  gang_scheduler:
+    description:
+      - The gang scheduler in use. Required for the operators; the schedulers' own components imply it.
+    type: str
+    choices: [volcano, scheduler_plugins]
+  service_account:
+    description: The ServiceAccount the component's pods run as. Defaults per component (for example C(kubeflow/training-operator)).
+    type: dict
+    suboptions:
+      namespace:
+        description: Its namespace.
+        type: str
+      name:
+        description: Its name.
+        type: str
+  state:
+    description: V(absent) removes the ClusterRole and ClusterRoleBinding this module made.
+    type: str
+    default: present
+    choices: [present, absent]
+  extra_rules:
+    description: More PolicyRules to add to the ClusterRole (C(apiGroups), C(resources), C(verbs)).
+    type: list
+    elements: dict
+    default: []
+  allow_wildcard:
+    description: Accept a C(*) in O(extra_rules).
+    type: bool
+    default: false
+  verify:
+    description: Check the required rights with SubjectAccessReview before and after (needs C(create) on subjectaccessreviews).
+    type: bool
+    default: true
+seealso:
+  - module: gangsched.kubeflow.operator_gang
+  - module: kubernetes.core.k8s
+"""
+
+EXAMPLES = r"""
+---
+- name: training-operator may manage Volcano PodGroups
+  gangsched.kubeflow.gang_rbac:
+    component: training_operator
+    gang_scheduler: volcano
+
+- name: The second scheduler's rights, its ServiceAccount named explicitly
+  gangsched.kubeflow.gang_rbac:
+    component: scheduler_plugins_scheduler
+    service_account:
+      namespace: scheduler-plugins
+      name: scheduler-plugins-scheduler
+
+- name: Remove what the collection granted
+  gangsched.kubeflow.gang_rbac:
+    component: mpi_operator
+    gang_scheduler: volcano
+    state: absent
+"""
+
+RETURN = r"""
+cluster_role:
+  description: Name of the ClusterRole (and of the ClusterRoleBinding).
+  returned: always
+  type: str
+  sample: gangsched.kubeflow:training_operator:kubeflow:training-operator
+cluster_role_binding:
+  description: Name of the ClusterRoleBinding.
+  returned: always
+  type: str
+  sample: gangsched.kubeflow:training_operator:kubeflow:training-operator
+service_account:
+  description: The ServiceAccount, as namespace/name.
+  returned: always
+  type: str
+  sample: kubeflow/training-operator
+gang_scheduler:
+  description: The gang scheduler the rules are for.
+  returned: always
+  type: str
+  sample: volcano
+rules:
+  description: The ClusterRole's rules (empty for O(state=absent)).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["create", "get"]}]
+missing_before:
+  description: Required rights the ServiceAccount lacked before, as C(verb group/resource); null without O(verify).
+  returned: always
+  type: list
+  elements: str
+  sample: ["create scheduling.volcano.sh/podgroups"]
+missing_after:
+  description: Required rights it lacks afterwards (empty for O(state=present)); null without O(verify).
+  returned: always
+  type: list
+  elements: str
+  sample: []
+diff:
+  description: Rules and subjects before and after.
+  returned: when diff mode is on
+  type: dict
+  sample: {"before": {"rules": null, "subjects": null}, "after": {"rules": [], "subjects": []}}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
+    AUTH_ARG_SPEC,
+    Client,
+    check_requirements,
+)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._gang_rbac import run
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._rbac import COMPONENTS
+
+
+def argument_spec() -> dict:
+    spec = dict(AUTH_ARG_SPEC)
+    spec.update(
+        component=dict(type="str", required=True, choices=list(COMPONENTS)),
+        gang_scheduler=dict(type="str", choices=["volcano", "scheduler_plugins"]),
+        service_account=dict(type="dict", options=dict(namespace=dict(type="str"), name=dict(type="str"))),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        extra_rules=dict(type="list", elements="dict", default=[]),
+        allow_wildcard=dict(type="bool", default=False),
+        verify=dict(type="bool", default=True),
+    )
+    return spec
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    check_requirements(module)
+    try:
+        client = Client.from_params(module.params)
+        result = run(client, module.params, module.check_mode, module.warn)
+    except GangError as e:
+        module.fail_json(msg=e.msg, **e.details)
+    diff = result.pop("_diff")
+    if module._diff:
+        result["diff"] = diff
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
