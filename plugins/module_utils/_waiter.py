@@ -25,6 +25,7 @@ class Watcher:
         self.store: dict[str, dict] = {}
         self.relists = 0
         self.errors: list[str] = []
+        self.rv: str | None = None  # kept across run() calls: a later call resumes the watch
 
     def _relist(self, on_event) -> tuple[str, bool]:
         data = self.client.get(self.path, self.what, {k: v for k, v in self.query.items() if v is not None})
@@ -43,11 +44,14 @@ class Watcher:
     def run(self, on_event, timeout: float) -> bool:
         """True when on_event said done; False on timeout. Connection errors are retried until then."""
         deadline = self.clock() + timeout
-        rv = None
+        return self._run(on_event, deadline, self.rv)
+
+    def _run(self, on_event, deadline: float, rv: str | None) -> bool:
         while self.clock() < deadline:
             try:
                 if rv is None:
                     rv, done = self._relist(on_event)
+                    self.rv = rv
                     if done:
                         return True
                 left = deadline - self.clock()
@@ -56,9 +60,9 @@ class Watcher:
                 for ev in self.client.watch(self.path, min(left, 300), self.what, resourceVersion=rv, **self.query):
                     kind, obj = ev.get("type"), ev.get("object") or {}
                     if kind == "ERROR":  # 410 Gone and friends: start over from a list
-                        rv = None
+                        rv = self.rv = None
                         break
-                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                    rv = self.rv = obj.get("metadata", {}).get("resourceVersion", rv)
                     if kind == "BOOKMARK":
                         continue
                     name = obj["metadata"]["name"]
@@ -74,7 +78,7 @@ class Watcher:
                 if e.status in (401, 403, 404):
                     raise
                 self.errors.append(str(e))
-                rv = None
+                rv = self.rv = None
                 self.sleep(min(1.0, max(0.0, deadline - self.clock())))
         return False
 

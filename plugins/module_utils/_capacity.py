@@ -1,0 +1,88 @@
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+"""Private to this collection: GPU (or any extended resource) capacity maths over node and pod
+objects: allocatable, requested, free per node, and whether a gang fits. Not a public API."""
+
+from __future__ import annotations
+
+GPU = "nvidia.com/gpu"
+_SUFFIX = {"m": 0.001, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3, "Ti": 1024**4}
+
+
+def quantity(value) -> float:
+    """A Kubernetes quantity as a number ('2' -> 2, '500m' -> 0.5, '1Gi' -> 1073741824)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"not a quantity: {value!r}")
+    s = value.strip()
+    for suf in sorted(_SUFFIX, key=len, reverse=True):
+        if s.endswith(suf):
+            return float(s[: -len(suf)]) * _SUFFIX[suf]
+    return float(s)
+
+
+def pod_request(pod: dict, resource: str = GPU) -> float:
+    """Effective request of one resource: max(sum over containers, max over init containers);
+    an extended resource's limit counts as its request."""
+    spec = pod.get("spec") or {}
+
+    def one(c):
+        res = c.get("resources") or {}
+        v = (res.get("requests") or {}).get(resource)
+        if v is None:
+            v = (res.get("limits") or {}).get(resource)
+        return quantity(v) if v is not None else 0.0
+
+    total = sum(one(c) for c in spec.get("containers") or [])
+    init = max((one(c) for c in spec.get("initContainers") or []), default=0.0)
+    return max(total, init)
+
+
+def _terminal(pod: dict) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def node_ready(node: dict) -> bool:
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False
+
+
+def nodes_capacity(nodes: list[dict], pods: list[dict], resource: str = GPU) -> list[dict]:
+    """Per node: capacity, allocatable, requested (by bound, non-terminal pods), free, schedulable."""
+    requested: dict[str, float] = {}
+    for p in pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if node and not _terminal(p):
+            requested[node] = requested.get(node, 0.0) + pod_request(p, resource)
+    out = []
+    for n in nodes:
+        st = n.get("status") or {}
+        cap = quantity((st.get("capacity") or {}).get(resource, 0))
+        alloc = quantity((st.get("allocatable") or {}).get(resource, 0))
+        req = requested.get(n["metadata"]["name"], 0.0)
+        out.append(
+            {
+                "name": n["metadata"]["name"],
+                "capacity": _num(cap),
+                "allocatable": _num(alloc),
+                "requested": _num(req),
+                "free": _num(max(0.0, alloc - req)),
+                "schedulable": node_ready(n) and not (n.get("spec") or {}).get("unschedulable", False),
+            }
+        )
+    return out
+
+
+def _num(x: float):
+    return int(x) if float(x).is_integer() else x
+
+
+def gang_fits(per_node: list[dict], replicas: int, per_pod: float) -> tuple[bool, int]:
+    """(fits, how many such pods fit) given free capacity per schedulable node."""
+    if per_pod <= 0:
+        return True, replicas
+    slots = sum(int(n["free"] // per_pod) for n in per_node if n["schedulable"])
+    return slots >= replicas, slots

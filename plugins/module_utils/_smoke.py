@@ -1,0 +1,301 @@
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+"""Private to this collection: what gang_smoke_test does — preflight, create a labelled gang, watch
+its pods to a verdict, optionally the same pods without a gang, clean up always. Not a public API."""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _service, _verdict, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError, NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import derive_scheduler_name
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher
+
+JOB_CRDS = {
+    "pytorchjob": ("pytorchjobs.kubeflow.org", "training-operator"),
+    "tfjob": ("tfjobs.kubeflow.org", "training-operator"),
+    "mpijob": ("mpijobs.kubeflow.org", "mpi-operator"),
+}
+PODGROUP_WAIT = 30.0
+
+
+class Interrupted(GangError):
+    pass
+
+
+def _on_term(signum, frame):
+    raise Interrupted(f"Interrupted by signal {signum}; the smoke test's objects were removed")
+
+
+def validate(params: dict) -> dict:
+    """Resources as numbers; raises on bad input before anything is created."""
+    if params["replicas"] < 1:
+        raise GangError(f"replicas must be >= 1 (got {params['replicas']}): a gang needs members")
+    if params["workload"] in ("pytorchjob", "tfjob") and params["replicas"] < 1:
+        raise GangError("replicas must be >= 1")
+    res = params.get("resources")
+    if not isinstance(res, dict) or not res:
+        raise GangError("resources must be a mapping of resource name to quantity, e.g. {nvidia.com/gpu: 1}")
+    out = {}
+    for k, v in res.items():
+        try:
+            q = _capacity.quantity(v)
+        except (ValueError, TypeError):
+            raise GangError(
+                f"resources[{k!r}] = {v!r} is not a Kubernetes quantity; use e.g. 1, '2' or '500m'"
+            ) from None
+        if q < 0:
+            raise GangError(f"resources[{k!r}] = {v!r} is negative")
+        out[k] = str(v)
+    for t in ("timeout", "settle_seconds"):
+        if params.get(t) is not None and params[t] <= 0:
+            raise GangError(f"{t} must be > 0 (got {params[t]})")
+    return out
+
+
+def preflight(client, params: dict) -> dict:
+    gang = params["gang_scheduler"]
+    crd_name = _service.PODGROUP_CRDS[gang]
+    if not _service.crd_established(_service.crd(client, crd_name)):
+        raise GangError(f"CustomResourceDefinition {crd_name} is missing: install {gang.replace('_', '-')} first")
+    wl = params["workload"]
+    if wl in JOB_CRDS:
+        name, op = JOB_CRDS[wl]
+        if not _service.crd_established(_service.crd(client, name)):
+            raise GangError(f"CustomResourceDefinition {name} is missing: install {op} first (workload={wl})")
+    schedulers = _service.find_schedulers(client)
+    sname = derive_scheduler_name(gang, params.get("scheduler_name"), schedulers, "training_operator")
+    running = [
+        s
+        for s in schedulers
+        if s["ready"] and ((gang == "volcano" and s["kind"] == "volcano") or sname in s["gang_profiles"])
+    ]
+    nodes = client.list("/api/v1/nodes", what="Nodes")
+    pods = client.list(
+        "/api/v1/pods", what="Pods (all namespaces)", fieldSelector="status.phase!=Succeeded,status.phase!=Failed"
+    )
+    return {"scheduler_name": sname, "scheduler_running": bool(running), "nodes": nodes, "pods": pods}
+
+
+def expected(params: dict, resources: dict, nodes: list, pods: list) -> tuple[str, dict]:
+    gpu = _capacity.GPU
+    per_pod = _capacity.quantity(resources[gpu]) if gpu in resources else 0.0
+    per_node = _capacity.nodes_capacity(nodes, pods, gpu)
+    fits, slots = _capacity.gang_fits(per_node, params["replicas"], per_pod)
+    cap = {"free_gpus": sum(n["free"] for n in per_node if n["schedulable"]), "fits": fits, "slots": slots}
+    exp = params["expect"]
+    if exp == "auto":
+        exp = "running" if fits else "pending"
+    return exp, cap
+
+
+class Run:
+    def __init__(self, client, params: dict, run_id: str, clock=time.monotonic):
+        self.client, self.params, self.run_id, self.clock = client, params, run_id, clock
+        self.ns = params["namespace"]
+        self.created_ns = False
+        self.created: list[dict] = []
+
+    def _wait_namespace_gone(self, timeout: float) -> bool:
+        deadline = self.clock() + timeout
+        while self.clock() < deadline:
+            obj = self.client.get_or_none(f"/api/v1/namespaces/{self.ns}", f"Namespace {self.ns}")
+            if obj is None:
+                return True
+            time.sleep(0.5)
+        return False
+
+    def ensure_namespace(self) -> None:
+        obj = self.client.get_or_none(f"/api/v1/namespaces/{self.ns}", f"Namespace {self.ns}")
+        if obj is not None and (obj.get("status") or {}).get("phase") == "Terminating":
+            if not self._wait_namespace_gone(120):
+                raise GangError(f"Namespace {self.ns} is still terminating after 120s; pick another namespace")
+            obj = None
+        if obj is None:
+            self.client.request(
+                "POST",
+                "/api/v1/namespaces",
+                body={
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": self.ns, "labels": {_workloads.RUN_LABEL: self.run_id}},
+                },
+                what=f"Namespace {self.ns}",
+            )
+            self.created_ns = True
+
+    def create(self, docs: list[dict]) -> None:
+        for d in docs:
+            what = f"{d['kind']} {self.ns}/{d['metadata']['name']}"
+            self.client.request(
+                "POST", _workloads.collection_path(d), body=d, what=what, query={"fieldManager": _service.FIELD_MANAGER}
+            )
+            self.created.append(d)
+
+    def watch(self, gang: _verdict.Gang, selector: str, expect: str, timeout: float, job: dict | None) -> str:
+        settle = self.params["settle_seconds"]
+        t0 = self.clock()
+        state = {"verdict": None, "pg_seen": None}
+
+        def on_event(kind, obj, store):
+            now = self.clock() - t0
+            gang.observe("DELETED" if kind == "DELETED" else "MODIFIED", obj, now)
+            state["verdict"] = gang.verdict(now, settle, expect)
+            return state["verdict"] is not None
+
+        w = Watcher(self.client, f"/api/v1/namespaces/{self.ns}/pods", f"Pods in {self.ns}", labelSelector=selector)
+        deadline = t0 + timeout
+        pg_path = None
+        if job is not None:
+            group, version = _service.PODGROUP_API[self.params["gang_scheduler"]]
+            pg_path = f"/apis/{group}/{version}/namespaces/{self.ns}/podgroups/{job['metadata']['name']}"
+        while self.clock() < deadline:
+            # short watch rounds, so a job's PodGroup and the pending settle time are checked between them
+            if w.run(on_event, min(2.0, deadline - self.clock())):
+                return state["verdict"]
+            now = self.clock() - t0
+            if pg_path and state["pg_seen"] is None:
+                if self.client.get_or_none(pg_path, "PodGroup") is not None:
+                    state["pg_seen"] = now
+                    if gang.all_present_at is None:
+                        gang.all_present_at = now  # the operator holds the pods back until the gang fits
+                elif now > PODGROUP_WAIT:
+                    raise _NoPodGroup(
+                        f"no PodGroup was created for {job['kind']} {self.ns}/{job['metadata']['name']} in "
+                        f"{PODGROUP_WAIT:.0f}s: check the operator's gang flag (gangsched.kubeflow.operator_gang) and "
+                        "its rights on podgroups (gangsched.kubeflow.gang_rbac)"
+                    )
+            v = gang.verdict(now, settle, expect)
+            if v:
+                return v
+        return gang.final(self.clock() - t0, settle)
+
+    def cleanup(self, timeout: float = 60, namespace: bool = True) -> list[str]:
+        """Delete everything labelled with this run; returns what is left (should be nothing)."""
+        sel = f"{_workloads.RUN_LABEL}={self.run_id}"
+        kinds = {(_workloads.collection_path(d), d["kind"]) for d in self.created}
+        for path, kind in sorted(kinds, key=lambda x: x[1] == "Pod"):
+            try:
+                self.client.request(
+                    "DELETE",
+                    path,
+                    query={"labelSelector": sel, "propagationPolicy": "Background"},
+                    what=f"{kind}s of smoke run {self.run_id}",
+                )
+            except NotFound:
+                pass
+        deadline = self.clock() + timeout
+        left: list[str] = []
+        while self.clock() < deadline:
+            left = [
+                f"Pod {self.ns}/{p['metadata']['name']}"
+                for p in self.client.list_or_empty(f"/api/v1/namespaces/{self.ns}/pods", labelSelector=sel)
+            ]
+            if not left:
+                break
+            time.sleep(0.5)
+        if self.created_ns and namespace:
+            try:
+                self.client.request("DELETE", f"/api/v1/namespaces/{self.ns}", what=f"Namespace {self.ns}")
+            except NotFound:
+                pass
+            if not self._wait_namespace_gone(timeout):
+                left.append(f"Namespace {self.ns} (terminating)")
+        return left
+
+
+class _NoPodGroup(GangError):
+    pass
+
+
+def one_gang(run: Run, params, resources, sname: str, expect: str, control: bool) -> dict:
+    wl = params["workload"]
+    suffix = "control" if control else "gang"
+    name = f"smoke-{run.run_id}-{suffix}"
+    job = None
+    if control:
+        docs, selector = _workloads.pods(
+            run.ns, name, run.run_id, params["replicas"], resources, None, "default-scheduler"
+        )
+    elif wl == "pods":
+        docs, selector = _workloads.pods(
+            run.ns, name, run.run_id, params["replicas"], resources, params["gang_scheduler"], sname
+        )
+    else:
+        docs, selector = _workloads.kubeflow_job(wl, run.ns, name, run.run_id, params["replicas"], resources)
+        job = docs[0]
+    gang = _verdict.Gang(size=params["replicas"], skew_seconds=params["skew_seconds"])
+    t0 = time.monotonic()
+    cause = None
+    try:
+        run.create(docs)
+        verdict = run.watch(gang, selector, "pending" if control else expect, params["timeout"], job)
+    except _NoPodGroup as e:
+        verdict, cause = _verdict.ERROR, e.msg
+    except ApiError as e:
+        verdict, cause = _verdict.ERROR, e.msg
+    out = {
+        "name": name,
+        "verdict": verdict,
+        "seconds": round(time.monotonic() - t0, 2),
+        "timeline": gang.timeline,
+        **gang.summary(),
+    }
+    if cause:
+        out["cause"] = cause
+    return out
+
+
+def run(client, params: dict, check_mode: bool, warn) -> dict:
+    resources = validate(params)
+    pf = preflight(client, params)
+    exp, cap = expected(params, resources, pf["nodes"], pf["pods"])
+    result = {
+        "changed": False,
+        "expected": exp,
+        "workload": params["workload"],
+        "gang_scheduler": params["gang_scheduler"],
+        "scheduler_name": pf["scheduler_name"],
+        "replicas": params["replicas"],
+        "namespace": params["namespace"],
+        "capacity": cap,
+    }
+    if not pf["scheduler_running"]:
+        result.update(
+            verdict=_verdict.ERROR, cause=f"scheduler not running: no ready scheduler serves {pf['scheduler_name']!r}"
+        )
+        result["ok"] = False
+        return result
+    if check_mode:
+        result.update(
+            verdict=None, ok=None, skipped_reason="check mode: the smoke test creates pods, so it did not run"
+        )
+        return result
+
+    run_id = params.get("run_id") or uuid.uuid4().hex[:8]
+    r = Run(client, params, run_id)
+    result["run_id"] = run_id
+    old = signal.signal(signal.SIGTERM, _on_term)
+    left: list[str] = []
+    try:
+        r.ensure_namespace()
+        g = one_gang(r, params, resources, pf["scheduler_name"], exp, control=False)
+        result.update(verdict=g["verdict"], gang=g)
+        if g.get("cause"):
+            result["cause"] = g["cause"]
+        if params["control"]:
+            left += r.cleanup(namespace=False)
+            r.created = []
+            c = one_gang(r, params, resources, pf["scheduler_name"], exp, control=True)
+            result["control"] = c
+    finally:
+        if params.get("cleanup", True):
+            left += r.cleanup()
+        signal.signal(signal.SIGTERM, old)
+    result["left_behind"] = left
+    want = _verdict.GANG_HELD_RUNNING if exp == "running" else _verdict.GANG_HELD_PENDING
+    result["ok"] = result["verdict"] == want
+    return result

@@ -1,0 +1,147 @@
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+"""Private to this collection: the all-or-nothing verdict of a gang, fed pod watch events.
+
+States: the gang is *held pending* while no member is bound; *held running* once every member runs;
+*partial* as soon as some members are bound while another stays unbound longer than the skew window
+(a gang scheduler binds all members within moments of each other). Events may come out of order or
+again after a re-list: per pod, an event older (by resourceVersion) than the last one seen is
+ignored, and "ever bound" is remembered across deletions and re-lists. Not a public API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GANG_HELD_RUNNING = "gang_held_running"
+GANG_HELD_PENDING = "gang_held_pending"
+PARTIAL = "partial"
+TIMEOUT = "timeout"
+ERROR = "error"
+
+
+def _rv(obj: dict) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+@dataclass
+class PodState:
+    name: str
+    rv: int = 0
+    node: str | None = None
+    phase: str = "Pending"
+    bound_at: float | None = None
+    running_at: float | None = None
+    unschedulable: str | None = None
+    deleted: bool = False
+
+
+@dataclass
+class Gang:
+    size: int
+    skew_seconds: float = 5.0
+    pods: dict[str, PodState] = field(default_factory=dict)
+    timeline: list[dict] = field(default_factory=list)
+    started: float | None = None
+    all_present_at: float | None = None
+    partial_at: float | None = None
+
+    # ---- feeding -----------------------------------------------------------------------------
+    def observe(self, kind: str, pod: dict, t: float) -> None:
+        if self.started is None:
+            self.started = t
+        meta = pod.get("metadata") or {}
+        name = meta.get("name", "")
+        st = self.pods.get(name)
+        rv = _rv(pod)
+        if st is not None and rv and rv < st.rv:
+            return  # stale (out of order, or an old object replayed by a re-list)
+        if st is None:
+            st = self.pods[name] = PodState(name)
+        st.rv = max(st.rv, rv)
+        if kind == "DELETED":
+            if not st.deleted:
+                st.deleted = True
+                self._record(t, st, "Deleted")
+            return
+        st.deleted = False
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        node = spec.get("nodeName")
+        phase = status.get("phase") or "Pending"
+        unsched = None
+        for c in status.get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("status") == "False":
+                unsched = c.get("message") or c.get("reason") or "Unschedulable"
+        before = (st.node, st.phase, st.unschedulable)
+        if node and st.bound_at is None:
+            st.bound_at = t
+        if phase == "Running" and st.running_at is None:
+            st.running_at = t
+        st.node, st.phase, st.unschedulable = node, phase, unsched
+        if before != (st.node, st.phase, st.unschedulable):
+            self._record(t, st, phase if node or phase != "Pending" else ("Unschedulable" if unsched else "Pending"))
+        if self.all_present_at is None and len(self.live()) >= self.size:
+            self.all_present_at = t
+        self.check_partial(t)
+
+    def _record(self, t: float, st: PodState, state: str) -> None:
+        self.timeline.append({"t": round(t - (self.started or t), 3), "pod": st.name, "state": state, "node": st.node})
+
+    # ---- queries -----------------------------------------------------------------------------
+    def live(self) -> list[PodState]:
+        return [p for p in self.pods.values() if not p.deleted]
+
+    def bound(self) -> list[str]:
+        return sorted(p.name for p in self.live() if p.node)
+
+    def running(self) -> list[str]:
+        return sorted(p.name for p in self.live() if p.phase == "Running")
+
+    def unbound(self) -> list[str]:
+        return sorted(p.name for p in self.live() if not p.node)
+
+    def ever_bound(self) -> list[str]:
+        return sorted(p.name for p in self.pods.values() if p.bound_at is not None)
+
+    def check_partial(self, t: float) -> bool:
+        """Partial: some members bound and another unbound (or missing) longer than the skew window."""
+        if self.partial_at is not None:
+            return True
+        bound_times = [p.bound_at for p in self.live() if p.node and p.bound_at is not None]
+        if not bound_times:
+            return False
+        missing = self.size - len(self.bound())
+        if missing > 0 and t - min(bound_times) > self.skew_seconds:
+            self.partial_at = t
+            return True
+        return False
+
+    def verdict(self, t: float, settle_seconds: float, expect: str) -> str | None:
+        """The verdict at time t, or None while it cannot be told yet."""
+        if self.check_partial(t):
+            return PARTIAL
+        if len(self.running()) >= self.size:
+            return GANG_HELD_RUNNING
+        if expect == "pending" and not self.ever_bound() and self.all_present_at is not None:
+            if t - self.all_present_at >= settle_seconds:
+                return GANG_HELD_PENDING
+        return None
+
+    def final(self, t: float, settle_seconds: float) -> str:
+        """At the deadline: what was seen, when no earlier verdict was reached."""
+        v = self.verdict(t, settle_seconds, "pending")
+        if v:
+            return v
+        return TIMEOUT
+
+    def summary(self) -> dict:
+        return {
+            "pods": len(self.live()),
+            "bound": self.bound(),
+            "running": self.running(),
+            "unbound": self.unbound(),
+            "ever_bound": self.ever_bound(),
+            "unschedulable": {p.name: p.unschedulable for p in self.live() if p.unschedulable},
+        }
