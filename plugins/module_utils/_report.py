@@ -76,9 +76,11 @@ def svg(result: dict) -> str:
         for j, ev in enumerate(evs):
             t1 = evs[j + 1]["t"] if j + 1 < len(evs) else end
             x, w = label_w + ev["t"] * scale, max(1.0, (t1 - ev["t"]) * scale)
+            fill = COLORS.get(ev["state"], "#999")
+            where = f" on {escape(ev['node'])}" if ev.get("node") else ""
             parts.append(
-                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row_h - 4}" fill="{COLORS.get(ev["state"], "#999")}">'
-                f"<title>{escape(ev['state'])} at {ev['t']}s{(' on ' + escape(ev['node'])) if ev.get('node') else ''}</title></rect>"
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row_h - 4}" fill="{fill}">'
+                f"<title>{escape(ev['state'])} at {ev['t']}s{where}</title></rect>"
             )
     parts.append(f'<text x="{label_w}" y="{30 + len(rows) * row_h + 15}">0 s … {end:.1f} s</text>')
     parts.append("</svg>\n")
