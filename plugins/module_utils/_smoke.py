@@ -140,8 +140,17 @@ class Run:
         t0 = self.clock()
         state = {"verdict": None, "pg_seen": None}
 
+        sname = self.params["_scheduler_name"]
+
         def on_event(kind, obj, store):
             now = self.clock() - t0
+            got = (obj.get("spec") or {}).get("schedulerName")
+            if job is not None and kind != "DELETED" and got != sname:
+                raise _NoPodGroup(
+                    f"{job['kind']} {self.ns}/{job['metadata']['name']}: the operator created pod "
+                    f"{obj['metadata']['name']} for scheduler {got!r}, not {sname!r}, so it is not gang-scheduled; "
+                    "set the operator's gang flag (gangsched.kubeflow.operator_gang)"
+                )
             gang.observe("DELETED" if kind == "DELETED" else "MODIFIED", obj, now)
             state["verdict"] = gang.verdict(now, settle, expect)
             return state["verdict"] is not None
@@ -154,15 +163,18 @@ class Run:
             pg_path = f"/apis/{group}/{version}/namespaces/{self.ns}/podgroups/{job['metadata']['name']}"
         while self.clock() < deadline:
             # short watch rounds, so a job's PodGroup and the pending settle time are checked between them
-            if w.run(on_event, min(2.0, deadline - self.clock())):
-                return state["verdict"]
+            done = w.run(on_event, min(2.0, deadline - self.clock()))
             now = self.clock() - t0
+            if done and (pg_path is None or state["pg_seen"] is not None):
+                return state["verdict"]
+            if done and self.client.get_or_none(pg_path, "PodGroup") is not None:
+                return state["verdict"]
             if pg_path and state["pg_seen"] is None:
                 if self.client.get_or_none(pg_path, "PodGroup") is not None:
                     state["pg_seen"] = now
                     if gang.all_present_at is None:
                         gang.all_present_at = now  # the operator holds the pods back until the gang fits
-                elif now > PODGROUP_WAIT:
+                elif now > PODGROUP_WAIT or done:
                     raise _NoPodGroup(
                         f"no PodGroup was created for {job['kind']} {self.ns}/{job['metadata']['name']} in "
                         f"{PODGROUP_WAIT:.0f}s: check the operator's gang flag (gangsched.kubeflow.operator_gang) and "
@@ -275,6 +287,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
         )
         return result
 
+    params = {**params, "_scheduler_name": pf["scheduler_name"]}
     run_id = params.get("run_id") or uuid.uuid4().hex[:8]
     r = Run(client, params, run_id)
     result["run_id"] = run_id
