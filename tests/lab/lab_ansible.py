@@ -27,7 +27,9 @@ def ansible_env(lab, extra: dict | None = None) -> dict:
 
 def run_module(lab, module: str, args: dict, check: bool = False, diff: bool = True, env: dict | None = None) -> dict:
     """The task result of ``gangsched.kubeflow.<module>`` with ``args`` on localhost."""
-    cmd = [str(BIN / "ansible"), "localhost", "-m", f"gangsched.kubeflow.{module}", "-a", json.dumps(args)]
+    cmd = [str(BIN / "ansible"), "localhost", "-m", f"gangsched.kubeflow.{module}"]
+    if args:
+        cmd += ["-a", json.dumps(args)]
     if check:
         cmd.append("--check")
     if diff:

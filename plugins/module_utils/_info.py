@@ -1,0 +1,218 @@
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+"""Private to this collection: the facts gang_info gathers (read-only) and the problems it spots.
+Not a public API."""
+
+from __future__ import annotations
+
+import datetime
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _flags, _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import OPERATORS, mpijob_clash
+
+PODGROUP_CRDS = {
+    "podgroups.scheduling.volcano.sh": "volcano",
+    "podgroups.scheduling.x-k8s.io": "scheduler_plugins",
+    "podgroups.scheduling.incubator.k8s.io": "kube_batch",
+    "podgroups.scheduling.sigs.k8s.io": "koordinator",
+}
+DEVICE_PLUGIN_IMAGES = {"k8s-device-plugin": "nvidia-device-plugin", "gpu-operator": "gpu-operator"}
+GANG_KEYS = (
+    ("annotation", "scheduling.k8s.io/group-name"),
+    ("label", "scheduling.x-k8s.io/pod-group"),
+    ("label", "pod-group.scheduling.sigs.k8s.io/name"),
+    ("label", "training.kubeflow.org/job-name"),
+    ("label", "gangsched.kubeflow/gang"),
+)
+
+
+def _ts(s: str | None) -> float | None:
+    if not s:
+        return None
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC).timestamp()
+
+
+def gang_key(pod: dict) -> str | None:
+    meta = pod.get("metadata") or {}
+    for where, key in GANG_KEYS:
+        v = (meta.get("annotations" if where == "annotation" else "labels") or {}).get(key)
+        if v:
+            return f"{meta.get('namespace')}/{v}"
+    return None
+
+
+def partial_gangs(pods: list[dict], now: float, threshold: float) -> list[dict]:
+    """Gangs (PodGroups or Kubeflow jobs) with members bound and others unbound longer than threshold."""
+    groups: dict[str, list[dict]] = {}
+    for p in pods:
+        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        k = gang_key(p)
+        if k:
+            groups.setdefault(k, []).append(p)
+    out = []
+    for key, members in sorted(groups.items()):
+        bound = [p for p in members if (p.get("spec") or {}).get("nodeName")]
+        waiting = [
+            p
+            for p in members
+            if not (p.get("spec") or {}).get("nodeName")
+            and now - (_ts(p["metadata"].get("creationTimestamp")) or now) >= threshold
+        ]
+        if bound and waiting:
+            out.append(
+                {
+                    "gang": key,
+                    "bound": sorted(p["metadata"]["name"] for p in bound),
+                    "pending": sorted(p["metadata"]["name"] for p in waiting),
+                    "gpus_held": _capacity._num(sum(_capacity.pod_request(p) for p in bound)),
+                    "nodes": sorted({p["spec"]["nodeName"] for p in bound}),
+                    "pending_for_seconds": int(
+                        max(now - (_ts(p["metadata"].get("creationTimestamp")) or now) for p in waiting)
+                    ),
+                }
+            )
+    return out
+
+
+def operator_facts(client, found: list[dict]) -> list[dict]:
+    out = []
+    for f in found:
+        op, dep, c = f["operator"], f["deployment"], f["container"]
+        spec = OPERATORS[op]
+        hits = _flags.find(c.get("command"), c.get("args"), spec["flag"], spec["boolean"])
+        value = None
+        if hits:
+            value = hits[-1].value if hits[-1].value is not None else ("true" if spec["boolean"] else None)
+        st = dep.get("status") or {}
+        out.append(
+            {
+                "operator": op,
+                "deployment": f"{dep['metadata']['namespace']}/{dep['metadata']['name']}",
+                "container": c["name"],
+                "image": c.get("image"),
+                "gang_flag": spec["flag"],
+                "gang_value": value,
+                "flag_occurrences": len(hits),
+                "ready": (st.get("readyReplicas") or 0) > 0,
+                "_container": c,
+            }
+        )
+    return out
+
+
+def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugins: list[dict]) -> list[dict]:
+    out = []
+
+    def add(obj, msg, fix):
+        out.append({"object": obj, "message": msg, "fix": fix})
+
+    running_names = {n for s in schedulers if s["ready"] for n in s["gang_profiles"]}
+    sp_profiles = sorted({n for s in schedulers if s["kind"] == "scheduler_plugins" for n in s["gang_profiles"]})
+    for o in ops:
+        v, obj = o["gang_value"], f"Deployment {o['deployment']}"
+        if o["flag_occurrences"] > 1:
+            add(
+                obj,
+                f"--{o['gang_flag']} appears {o['flag_occurrences']} times (the last one wins)",
+                "run gangsched.kubeflow.operator_gang to collapse it to one",
+            )
+        if not v or o["operator"] == "tf_operator":
+            continue
+        gang = "volcano" if v == "volcano" else "scheduler_plugins"
+        crd = _service.PODGROUP_CRDS[gang]
+        if not crds.get(crd, {}).get("established"):
+            add(
+                obj,
+                f"--{o['gang_flag']}={v} needs CustomResourceDefinition {crd}, which is missing",
+                f"install {gang.replace('_', '-')} with its CRDs",
+            )
+        if gang == "volcano" and not any(s["kind"] == "volcano" and s["ready"] for s in schedulers):
+            add(obj, f"--{o['gang_flag']}=volcano but no Volcano scheduler is running", "install Volcano")
+        elif gang == "scheduler_plugins" and v not in running_names:
+            if v == "scheduler-plugins" and sp_profiles:
+                add(
+                    obj,
+                    f"--{o['gang_flag']}=scheduler-plugins names no scheduler: the running Coscheduling "
+                    f"profile is {', '.join(sp_profiles)}; members would stay Pending forever",
+                    "run gangsched.kubeflow.operator_gang with gang_scheduler=scheduler_plugins "
+                    f"(derives {sp_profiles[0]})",
+                )
+            else:
+                add(
+                    obj,
+                    f"--{o['gang_flag']}={v} names a scheduler that is not running",
+                    f"deploy a Coscheduling profile named {v}, or fix the flag with gangsched.kubeflow.operator_gang",
+                )
+        clash = mpijob_clash(client, o["operator"], o["_container"])
+        if clash:
+            add(obj, clash, "add --enable-scheme for each job kind except mpijob")
+    if len(plugins) > 1:
+        add(
+            ", ".join(p["daemonset"] for p in plugins),
+            f"{len(plugins)} GPU device plugin DaemonSets run side by side; they fight over nvidia.com/gpu",
+            "keep one: the GPU Operator's, or the standalone device plugin",
+        )
+    for s in schedulers:
+        if s["kind"] == "kube_batch":
+            add(
+                f"{s['source']} {s['namespace']}/{s['name']}",
+                "kube-batch is archived and does not run on current Kubernetes",
+                "move to Volcano (gangsched.kubeflow.volcano)",
+            )
+    return out
+
+
+def gather(client, params: dict, now: float) -> dict:
+    version = client.get("/version", what="the API server version")
+    nodes = client.list("/api/v1/nodes", what="Nodes")
+    pods = client.list("/api/v1/pods", what="Pods (all namespaces)")
+    per_node = _capacity.nodes_capacity(nodes, pods)
+    schedulers = _service.find_schedulers(client)
+    crds = {}
+    for name, kind in PODGROUP_CRDS.items():
+        obj = _service.crd(client, name)
+        if obj is not None:
+            crds[name] = {
+                "scheduler": kind,
+                "established": _service.crd_established(obj),
+                "versions": [v["name"] for v in obj["spec"].get("versions") or [] if v.get("served")],
+            }
+    ops = operator_facts(client, _service.find_operators(client))
+    plugins = []
+    for ds in client.list("/apis/apps/v1/daemonsets", what="DaemonSets (all namespaces)"):
+        for c in ds["spec"]["template"]["spec"].get("containers") or []:
+            kind = _service.image_kind(c.get("image", ""), DEVICE_PLUGIN_IMAGES)
+            if kind:
+                st = ds.get("status") or {}
+                plugins.append(
+                    {
+                        "daemonset": f"{ds['metadata']['namespace']}/{ds['metadata']['name']}",
+                        "kind": kind,
+                        "image": c["image"],
+                        "desired": st.get("desiredNumberScheduled", 0),
+                        "ready": st.get("numberReady", 0),
+                    }
+                )
+                break
+    probs = problems(client, ops, schedulers, crds, plugins)
+    for o in ops:
+        o.pop("_container")
+    gpu = [n for n in per_node if n["capacity"]]
+    return {
+        "kubernetes_version": version.get("gitVersion"),
+        "nodes": per_node,
+        "gpus": {
+            "nodes": len(gpu),
+            "capacity": _capacity._num(sum(n["capacity"] for n in per_node)),
+            "allocatable": _capacity._num(sum(n["allocatable"] for n in per_node)),
+            "requested": _capacity._num(sum(n["requested"] for n in per_node)),
+            "free": _capacity._num(sum(n["free"] for n in per_node if n["schedulable"])),
+        },
+        "schedulers": schedulers,
+        "podgroup_crds": crds,
+        "operators": ops,
+        "device_plugins": plugins,
+        "problems": probs,
+        "partial_gangs": partial_gangs(pods, now, params["partial_threshold_seconds"]),
+    }

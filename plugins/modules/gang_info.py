@@ -1,0 +1,140 @@
+#!/usr/bin/python
+# Copyright: gangsched.kubeflow contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gang_info
+short_description: Facts about gang scheduling in a cluster, and what is wrong with it
+version_added: 0.1.0
+description:
+  - Read-only. Reports the Kubernetes version; per node GPU capacity, allocatable, requested and free;
+    the gang schedulers found (Volcano, scheduler-plugins as a second or the default scheduler,
+    kube-batch, Koordinator) with versions and profile names; PodGroup CRDs; Kubeflow operators and
+    the gang flag in effect; GPU device plugins.
+  - RV(problems) lists what breaks gangs, each with a fix, for example a flag naming a scheduler that
+    is not running, the C(--gang-scheduler-name=scheduler-plugins) trap, a missing PodGroup CRD, the
+    MPIJob CRD clash, two GPU device plugins.
+  - RV(partial_gangs) lists PodGroups and Kubeflow jobs with some members bound and others Pending
+    longer than O(partial_threshold_seconds), with the GPUs they hold; this is the deadlock the
+    all-or-nothing rule prevents.
+author:
+  - gangsched.kubeflow maintainers
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+    details: Changes nothing.
+  idempotent:
+    support: full
+options:
+  partial_threshold_seconds:
+    description: How long a member must be Pending beside bound members before its gang counts as partial.
+    type: int
+    default: 60
+seealso:
+  - module: gangsched.kubeflow.gang_smoke_test
+  - module: gangsched.kubeflow.operator_gang
+"""
+
+EXAMPLES = r"""
+---
+- name: Gather gang facts
+  gangsched.kubeflow.gang_info:
+  register: gang
+
+- name: Fail on any problem
+  ansible.builtin.assert:
+    that: gang.problems | length == 0
+    fail_msg: "{{ gang.problems | map(attribute='message') | list }}"
+"""
+
+RETURN = r"""
+kubernetes_version:
+  description: The API server's version.
+  returned: always
+  type: str
+  sample: v1.33.5
+nodes:
+  description: Per node GPU capacity, allocatable, requested (by bound pods), free, and whether it is schedulable.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"name": "gpu-node-0", "capacity": 1, "allocatable": 1, "requested": 0, "free": 1, "schedulable": true}]
+gpus:
+  description: GPU totals over all nodes (free counts schedulable nodes only).
+  returned: always
+  type: dict
+  sample: {"nodes": 4, "capacity": 4, "allocatable": 4, "requested": 1, "free": 3}
+schedulers:
+  description: Gang schedulers found, with kind, where, image, version, profile names, readiness and mode.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"kind": "volcano", "namespace": "volcano-system", "name": "volcano-scheduler", "gang_profiles": ["volcano"]}]
+podgroup_crds:
+  description: PodGroup CRDs present, by name, with the scheduler they belong to and their served versions.
+  returned: always
+  type: dict
+  sample: {"podgroups.scheduling.volcano.sh": {"scheduler": "volcano", "established": true, "versions": ["v1beta1"]}}
+operators:
+  description: Kubeflow operator Deployments with their gang flag and its value.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"operator": "training_operator", "deployment": "kubeflow/training-operator", "gang_value": "volcano"}]
+device_plugins:
+  description: GPU device plugin DaemonSets (standalone or the GPU Operator's) with desired and ready counts.
+  returned: always
+  type: list
+  elements: dict
+  sample: []
+problems:
+  description: What breaks gang scheduling, each with the object, a message and a fix.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"object": "Deployment kubeflow/training-operator", "message": "...", "fix": "..."}]
+partial_gangs:
+  description: Gangs with members bound and members Pending longer than the threshold, and the GPUs held.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"gang": "team-a/job-1", "bound": ["job-1-worker-0"], "pending": ["job-1-worker-1"], "gpus_held": 1}]
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
+    AUTH_ARG_SPEC,
+    Client,
+    check_requirements,
+)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._info import gather
+
+
+def main() -> None:
+    spec = dict(AUTH_ARG_SPEC)
+    spec.update(partial_threshold_seconds=dict(type="int", default=60))
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    check_requirements(module)
+    if module.params["partial_threshold_seconds"] < 0:
+        module.fail_json(msg="partial_threshold_seconds must be >= 0")
+    try:
+        client = Client.from_params(module.params)
+        facts = gather(client, module.params, time.time())
+    except GangError as e:
+        module.fail_json(msg=e.msg, **e.details)
+    module.exit_json(changed=False, **facts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""gang_info against the lab: facts equal in check mode; the seed's scheduler-name trap is reported
+and gone after operator_gang; a gang-less job stuck half-scheduled is reported as a partial gang with
+the GPUs it holds; bad inputs fail with a clear message."""
+
+from __future__ import annotations
+
+import pytest
+from lab_ansible import comparable, run_module
+
+from lab import kube, scenarios
+
+
+@pytest.fixture(scope="module")
+def sp(lab):
+    scenarios.install_scheduler_plugins(lab)
+    return lab
+
+
+def test_facts_are_read_only_and_equal_in_check_mode(volcano, sp):
+    real = run_module(volcano, "gang_info", {})
+    check = run_module(volcano, "gang_info", {}, check=True)
+    assert real["changed"] is False
+    assert real["kubernetes_version"].startswith("v1.33.")
+    assert real["gpus"]["capacity"] >= 4 and real["gpus"]["nodes"] >= 4
+    kinds = {(s["kind"], tuple(s["gang_profiles"])) for s in real["schedulers"]}
+    assert ("volcano", ("volcano",)) in kinds and ("scheduler_plugins", (scenarios.SP_NAME,)) in kinds, kinds
+    assert set(real["podgroup_crds"]) >= {"podgroups.scheduling.volcano.sh", "podgroups.scheduling.x-k8s.io"}
+    drop = ("nodes", "gpus", "partial_gangs")  # other tests' pods may come and go between the two calls
+    assert {k: v for k, v in comparable(check).items() if k not in drop} == {
+        k: v for k, v in comparable(real).items() if k not in drop
+    }
+
+
+def test_seed_scheduler_name_trap_is_reported_then_fixed(volcano, sp):
+    scenarios.install_training_operator(volcano, gang_flag="--gang-scheduler-name=scheduler-plugins")
+    try:
+        info = run_module(volcano, "gang_info", {})
+        trap = [p for p in info["problems"] if p["object"] == "Deployment kubeflow/training-operator"]
+        assert trap and "scheduler-plugins names no scheduler" in trap[0]["message"], info["problems"]
+        assert scenarios.SP_NAME in trap[0]["fix"]
+        fixed = run_module(
+            volcano,
+            "operator_gang",
+            {"operator": "training_operator", "gang_scheduler": "scheduler_plugins", "wait": True},
+        )
+        assert fixed["scheduler_name"] == scenarios.SP_NAME, fixed
+        info = run_module(volcano, "gang_info", {})
+        assert [p for p in info["problems"] if p["object"] == "Deployment kubeflow/training-operator"] == []
+        op = next(o for o in info["operators"] if o["deployment"] == "kubeflow/training-operator")
+        assert op["gang_value"] == scenarios.SP_NAME
+    finally:
+        scenarios.install_training_operator(volcano, gang_flag=None)
+
+
+def test_half_scheduled_gangless_job_is_a_partial_gang(lab, namespace):
+    docs = scenarios.gang(namespace, "stuck", 5, "default")
+    for d in docs:
+        d["metadata"]["labels"]["training.kubeflow.org/job-name"] = "stuck"
+    kube.apply(lab, docs)
+    kube.wait_for(
+        lambda: len(run_module(lab, "gang_info", {"partial_threshold_seconds": 0})["partial_gangs"]) > 0,
+        60,
+        "a partial gang",
+    )
+    info = run_module(lab, "gang_info", {"partial_threshold_seconds": 0})
+    gang = next(g for g in info["partial_gangs"] if g["gang"] == f"{namespace}/stuck")
+    assert len(gang["bound"]) == 4 and len(gang["pending"]) == 1 and gang["gpus_held"] == 4, gang
+    # a longer threshold than the pods' age: not (yet) reported
+    later = run_module(lab, "gang_info", {"partial_threshold_seconds": 3600})
+    assert [g for g in later["partial_gangs"] if g["gang"] == f"{namespace}/stuck"] == []
+
+
+BAD = [
+    ("threshold-negative", {"partial_threshold_seconds": -1}, "partial_threshold_seconds must be >= 0"),
+    ("threshold-not-int", {"partial_threshold_seconds": "soon"}, "partial_threshold_seconds"),
+    ("unknown-option", {"namespace": "x"}, "Unsupported parameters"),
+    (
+        "unreachable-api",
+        {"host": "https://127.0.0.1:1", "api_key": "x", "validate_certs": False},
+        "Failed to reach the Kubernetes API at https://127.0.0.1:1",
+    ),
+    ("kubeconfig-missing", {"kubeconfig": "/nonexistent/kubeconfig"}, "not found or not a file"),
+    ("context-unknown", {"context": "no-such-context"}, "no-such-context"),
+    ("forbidden", {"impersonate_user": "system:serviceaccount:default:default"}, "Forbidden to read"),
+    ("bad-token", {"host": "{server}", "api_key": "not-a-token", "validate_certs": False}, "Unauthorized"),
+    ("ca-cert-missing", {"ca_cert": "/nonexistent/ca.crt"}, "ca.crt"),
+    ("validate-certs-not-bool", {"validate_certs": "perhaps"}, "validate_certs"),
+]
+
+
+@pytest.mark.parametrize("case,args,message", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_fails_with_a_clear_message(lab, case, args, message):
+    args = {k: (v.format(server=lab.api_url()) if isinstance(v, str) else v) for k, v in args.items()}
+    res = run_module(lab, "gang_info", args)
+    assert res.get("failed") is True, res
+    assert message in res["msg"], res["msg"]
