@@ -1,0 +1,288 @@
+"""Capacity maths, RBAC rule sets and their coverage, scheduler-name derivation, image parsing,
+scheduler-config parsing, the rollout predicate, the re-listing watcher and the partial-gang scan."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _info, _rbac, _service, _waiter
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import derive_scheduler_name
+
+
+@pytest.mark.parametrize("q,v", [("2", 2), (3, 3), ("500m", 0.5), ("1Ki", 1024), ("1G", 1e9), ("1.5", 1.5)])
+def test_quantity(q, v):
+    assert C.quantity(q) == v
+
+
+@pytest.mark.parametrize("q", ["", "lots", None, True])
+def test_bad_quantity(q):
+    with pytest.raises(ValueError):
+        C.quantity(q)
+
+
+def _node(name, gpus, ready=True, unschedulable=False):
+    return {
+        "metadata": {"name": name},
+        "spec": {"unschedulable": unschedulable},
+        "status": {
+            "capacity": {"nvidia.com/gpu": str(gpus)},
+            "allocatable": {"nvidia.com/gpu": str(gpus)},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def _pod(node, gpus, phase="Running", init=0):
+    spec = {"nodeName": node, "containers": [{"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}
+    if init:
+        spec["initContainers"] = [{"resources": {"requests": {"nvidia.com/gpu": str(init)}}}]
+    return {"metadata": {"name": "p"}, "spec": spec, "status": {"phase": phase}}
+
+
+def test_capacity_counts_bound_nonterminal_pods_and_init_max():
+    nodes = [_node("a", 2), _node("b", 2), _node("c", 4, ready=False), _node("d", 1, unschedulable=True)]
+    pods = [_pod("a", 1), _pod("a", 1, phase="Succeeded"), _pod("b", 1, init=2)]
+    per = {n["name"]: n for n in C.nodes_capacity(nodes, pods)}
+    assert (per["a"]["requested"], per["a"]["free"]) == (1, 1)
+    assert (per["b"]["requested"], per["b"]["free"]) == (2, 0)
+    assert not per["c"]["schedulable"] and not per["d"]["schedulable"]
+    assert C.gang_fits(list(per.values()), 1, 1) == (True, 1)
+    assert C.gang_fits(list(per.values()), 2, 1) == (False, 1)
+
+
+def test_gang_fits_per_node_granularity():
+    per = C.nodes_capacity([_node("a", 3), _node("b", 3)], [])
+    assert C.gang_fits(per, 2, 2) == (True, 2)
+    assert C.gang_fits(per, 3, 2) == (False, 2)  # 6 GPUs free but only 2 pods of 2 fit
+
+
+def test_rbac_tables_have_no_wildcards_and_cover_themselves():
+    for (component, _gang), rules in _rbac.RULES.items():
+        assert not any(_rbac.has_wildcard(r) for r in rules), component
+        for c in _rbac.checks(rules):
+            assert _rbac.covers(rules, *c)
+
+
+def test_operator_rules_name_the_right_podgroup_group():
+    vc = _rbac.checks(_rbac.required_rules("training_operator", "volcano"))
+    assert ("create", "scheduling.volcano.sh", "podgroups") in vc
+    assert ("create", "scheduling.x-k8s.io", "podgroups") not in vc
+    sp = _rbac.checks(_rbac.required_rules("mpi_operator", "scheduler_plugins"))
+    assert ("create", "scheduling.x-k8s.io", "podgroups") in sp
+    sched = _rbac.checks(_rbac.required_rules("scheduler_plugins_scheduler", "scheduler_plugins"))
+    assert ("list", "storage.k8s.io", "volumeattachments") in sched and ("list", "storage.k8s.io", "csinodes") in sched
+    assert ("update", "scheduling.x-k8s.io", "podgroups/status") in sched
+
+
+def test_rule_coverage_and_diff():
+    have = [{"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["get", "list"]}]
+    need = _rbac.checks(_rbac.required_rules("training_operator", "volcano"))
+    missing = [c for c in need if not _rbac.covers(have, *c)]
+    assert ("create", "scheduling.volcano.sh", "podgroups") in missing
+    assert ("get", "scheduling.volcano.sh", "podgroups") not in missing
+    assert _rbac.covers([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}], "delete", "x", "y")
+    assert _rbac.covers([{"apiGroups": ["a"], "resources": ["pg/*"], "verbs": ["update"]}], "update", "a", "pg/status")
+    assert not _rbac.covers(
+        [{"apiGroups": ["a"], "resources": ["pg"], "verbs": ["get"], "resourceNames": ["x"]}], "get", "a", "pg"
+    )
+
+
+def test_normalize_ignores_order():
+    a = [
+        {"apiGroups": ["g"], "resources": ["b", "a"], "verbs": ["list", "get"]},
+        {"apiGroups": [""], "resources": ["x"], "verbs": ["get"]},
+    ]
+    b = [
+        {"apiGroups": [""], "resources": ["x"], "verbs": ["get"]},
+        {"apiGroups": ["g"], "resources": ["a", "b"], "verbs": ["get", "list"]},
+    ]
+    assert _rbac.normalize(a) == _rbac.normalize(b)
+
+
+def test_wrong_scheduler_for_component_and_bad_extra_rules():
+    with pytest.raises(GangError, match="works with gang_scheduler volcano"):
+        _rbac.required_rules("volcano_scheduler", "scheduler_plugins")
+    with pytest.raises(GangError, match=r"extra_rules\[0\]"):
+        _rbac.validate_extra([{"resources": ["pods"]}])
+    assert _rbac.has_wildcard({"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]})
+
+
+SP_SECOND = {"kind": "scheduler_plugins", "ready": True, "gang_profiles": ["scheduler-plugins-scheduler"]}
+SP_DEFAULT = {"kind": "scheduler_plugins", "ready": True, "gang_profiles": ["default-scheduler"]}
+
+
+@pytest.mark.parametrize(
+    "gang,given,schedulers,want",
+    [
+        ("volcano", None, [], "volcano"),
+        ("volcano", "volcano", [], "volcano"),
+        ("scheduler_plugins", None, [SP_SECOND], "scheduler-plugins-scheduler"),
+        ("scheduler_plugins", None, [SP_DEFAULT], "default-scheduler"),
+        ("scheduler_plugins", "default-scheduler", [SP_DEFAULT, SP_SECOND], "default-scheduler"),
+    ],
+)
+def test_derive_scheduler_name(gang, given, schedulers, want):
+    assert derive_scheduler_name(gang, given, schedulers, "training_operator") == want
+
+
+@pytest.mark.parametrize(
+    "gang,given,schedulers,match",
+    [
+        ("volcano", "my-sched", [], "Leave scheduler_name unset"),
+        ("scheduler_plugins", None, [], "Cannot determine"),
+        ("scheduler_plugins", None, [SP_SECOND, SP_DEFAULT], "several Coscheduling profiles"),
+        ("scheduler_plugins", "scheduler-plugins", [SP_SECOND], "Pods would stay Pending forever"),
+        ("scheduler_plugins", "x", [], "none is deployed"),
+        ("scheduler_plugins", "volcano", [SP_SECOND], "set gang_scheduler=volcano"),
+    ],
+)
+def test_derive_scheduler_name_refuses(gang, given, schedulers, match):
+    with pytest.raises(GangError, match=match):
+        derive_scheduler_name(gang, given, schedulers, "training_operator")
+
+
+@pytest.mark.parametrize(
+    "image,repo,tag",
+    [
+        ("registry.k8s.io/scheduler-plugins/kube-scheduler:v0.33.5", "scheduler-plugins/kube-scheduler", "v0.33.5"),
+        ("volcanosh/vc-scheduler:v1.10.0", "volcanosh/vc-scheduler", "v1.10.0"),
+        ("localhost:5000/kubeflow/training-operator", "kubeflow/training-operator", ""),
+        ("nvcr.io/nvidia/k8s-device-plugin@sha256:abc", "nvidia/k8s-device-plugin", "sha256:abc"),
+    ],
+)
+def test_image_repo(image, repo, tag):
+    assert _service.image_repo(image) == (repo, tag)
+
+
+def test_coscheduling_profiles():
+    text = """
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: gang
+  plugins:
+    multiPoint: {enabled: [{name: Coscheduling}]}
+"""
+    assert _service.coscheduling_profiles(text) == (["default-scheduler", "gang"], ["gang"])
+    assert _service.coscheduling_profiles(": not yaml [") == ([], [])
+
+
+@pytest.mark.parametrize(
+    "dep,done",
+    [
+        ({"metadata": {"generation": 2}, "spec": {"replicas": 1}, "status": {"observedGeneration": 1}}, False),
+        (
+            {
+                "metadata": {"generation": 2},
+                "spec": {"replicas": 1},
+                "status": {"observedGeneration": 2, "updatedReplicas": 1, "replicas": 2, "availableReplicas": 1},
+            },
+            False,
+        ),
+        (
+            {
+                "metadata": {"generation": 2},
+                "spec": {"replicas": 1},
+                "status": {"observedGeneration": 2, "updatedReplicas": 1, "replicas": 1, "availableReplicas": 0},
+            },
+            False,
+        ),
+        (
+            {
+                "metadata": {"generation": 2},
+                "spec": {"replicas": 1},
+                "status": {"observedGeneration": 2, "updatedReplicas": 1, "replicas": 1, "availableReplicas": 1},
+            },
+            True,
+        ),
+    ],
+)
+def test_rollout_complete(dep, done):
+    assert _waiter.rollout_complete(dep)[0] is done
+
+
+class FakeClient:
+    """A list then scripted watch streams; a stream may raise (the API server went away)."""
+
+    def __init__(self, lists, streams):
+        self.lists, self.streams, self.watch_calls = list(lists), list(streams), []
+
+    def get(self, path, what, query):
+        return self.lists.pop(0)
+
+    def watch(self, path, timeout, what, **q):
+        self.watch_calls.append(q.get("resourceVersion"))
+        stream = self.streams.pop(0) if self.streams else []
+        for ev in stream:
+            if isinstance(ev, Exception):
+                raise ev
+            yield ev
+
+
+def _obj(name, rv, **extra):
+    return {"metadata": {"name": name, "resourceVersion": str(rv)}, **extra}
+
+
+def test_watcher_relists_after_a_broken_watch_and_resumes():
+    lists = [
+        {"metadata": {"resourceVersion": "10"}, "items": [_obj("a", 9)]},
+        {"metadata": {"resourceVersion": "20"}, "items": [_obj("b", 19)]},
+    ]
+    streams = [
+        [{"type": "MODIFIED", "object": _obj("a", 11)}, ApiError("connection reset", 0)],
+        [{"type": "ADDED", "object": _obj("c", 21)}],
+    ]
+    client = FakeClient(lists, streams)
+    seen = []
+    w = _waiter.Watcher(client, "/p", "things", sleep=lambda s: None)
+    done = w.run(
+        lambda kind, obj, store: seen.append((kind, obj["metadata"]["name"])) or obj["metadata"]["name"] == "c",
+        timeout=5,
+    )
+    assert done
+    assert seen == [("SYNC", "a"), ("MODIFIED", "a"), ("DELETED", "a"), ("SYNC", "b"), ("ADDED", "c")]
+    assert client.watch_calls == ["10", "20"] and w.relists == 2 and w.errors
+
+
+def test_watcher_gone_410_relists():
+    lists = [{"metadata": {"resourceVersion": "1"}, "items": []}, {"metadata": {"resourceVersion": "5"}, "items": []}]
+    streams = [[{"type": "ERROR", "object": {"code": 410}}], [{"type": "ADDED", "object": _obj("x", 6)}]]
+    w = _waiter.Watcher(FakeClient(lists, streams), "/p", "things", sleep=lambda s: None)
+    assert w.run(lambda k, o, s: k == "ADDED", timeout=5)
+    assert w.relists == 2
+
+
+def test_watcher_forbidden_is_not_retried():
+    client = FakeClient([{"metadata": {"resourceVersion": "1"}, "items": []}], [[ApiError("Forbidden", 403)]])
+    with pytest.raises(ApiError):
+        _waiter.Watcher(client, "/p", "things", sleep=lambda s: None).run(lambda *a: False, timeout=5)
+
+
+def _gpod(ns, name, key, node, created):
+    return {
+        "metadata": {
+            "namespace": ns,
+            "name": name,
+            "labels": {"training.kubeflow.org/job-name": key},
+            "creationTimestamp": created,
+        },
+        "spec": {"nodeName": node, "containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
+        if node
+        else {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+def test_partial_gangs_scan():
+    t0 = "2026-01-01T00:00:00Z"
+    now = C.quantity("1767225600") + 120  # t0 + 2 minutes
+    pods = [
+        _gpod("a", "j1-0", "j1", "n1", t0),
+        _gpod("a", "j1-1", "j1", "n2", t0),
+        _gpod("a", "j1-2", "j1", None, t0),
+        _gpod("a", "j2-0", "j2", "n3", t0),
+        _gpod("a", "j2-1", "j2", "n4", t0),
+    ]
+    out = _info.partial_gangs(pods, now, threshold=60)
+    assert [(g["gang"], g["gpus_held"], g["pending"]) for g in out] == [("a/j1", 2, ["j1-2"])]
+    assert _info.partial_gangs(pods, now, threshold=600) == []

@@ -1,0 +1,111 @@
+"""The verdict state machine fed synthetic watch-event streams, including out-of-order events and a
+lost watch followed by a re-list."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _verdict as V
+
+
+def pod(name, rv, node=None, phase="Pending", unschedulable=False):
+    conds = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}] if unschedulable else []
+    return {
+        "metadata": {"name": name, "resourceVersion": str(rv)},
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase, "conditions": conds},
+    }
+
+
+def feed(gang, events):
+    for t, kind, obj in events:
+        gang.observe(kind, obj, t)
+
+
+def test_all_pending_for_settle_time_is_held_pending():
+    g = V.Gang(size=3)
+    feed(g, [(0.0, "ADDED", pod(f"p{i}", 10 + i, unschedulable=True)) for i in range(3)])
+    assert g.verdict(5.0, settle_seconds=10, expect="pending") is None
+    assert g.verdict(10.0, settle_seconds=10, expect="pending") == V.GANG_HELD_PENDING
+
+
+def test_not_held_pending_before_all_members_exist():
+    g = V.Gang(size=3)
+    feed(g, [(0.0, "ADDED", pod("p0", 1)), (0.0, "ADDED", pod("p1", 2))])
+    assert g.verdict(60.0, settle_seconds=10, expect="pending") is None
+    assert g.final(60.0, 10) == V.TIMEOUT
+
+
+def test_all_bound_together_then_running_is_held_running():
+    g = V.Gang(size=2)
+    feed(
+        g,
+        [
+            (0.0, "ADDED", pod("a", 1)),
+            (0.0, "ADDED", pod("b", 2)),
+            (1.0, "MODIFIED", pod("a", 3, node="n1")),
+            (1.2, "MODIFIED", pod("b", 4, node="n2")),
+            (1.5, "MODIFIED", pod("a", 5, node="n1", phase="Running")),
+            (1.6, "MODIFIED", pod("b", 6, node="n2", phase="Running")),
+        ],
+    )
+    assert g.verdict(1.6, 10, "running") == V.GANG_HELD_RUNNING
+    assert g.ever_bound() == ["a", "b"]
+
+
+def test_some_bound_others_unbound_past_skew_is_partial():
+    g = V.Gang(size=3, skew_seconds=5)
+    feed(g, [(0.0, "ADDED", pod(n, i)) for i, n in enumerate("abc")])
+    feed(g, [(1.0, "MODIFIED", pod("a", 10, node="n1")), (1.1, "MODIFIED", pod("b", 11, node="n2"))])
+    assert g.verdict(5.0, 10, "running") is None  # within the skew window
+    assert g.verdict(6.2, 10, "running") == V.PARTIAL
+    # partial is final even if the last member binds later
+    feed(g, [(7.0, "MODIFIED", pod("c", 12, node="n3", phase="Running"))])
+    assert g.verdict(7.0, 10, "running") == V.PARTIAL
+
+
+def test_partial_counts_a_member_that_was_never_created():
+    g = V.Gang(size=3, skew_seconds=2)
+    feed(g, [(0.0, "ADDED", pod("a", 1, node="n1", phase="Running")), (0.0, "ADDED", pod("b", 2, node="n2"))])
+    assert g.verdict(3.0, 10, "running") == V.PARTIAL
+
+
+def test_out_of_order_event_is_ignored():
+    g = V.Gang(size=1)
+    feed(g, [(0.0, "ADDED", pod("a", 5, node="n1", phase="Running")), (0.5, "MODIFIED", pod("a", 3))])
+    assert g.running() == ["a"] and g.bound() == ["a"]
+
+
+def test_relist_after_lost_watch_keeps_history_and_drops_deleted():
+    g = V.Gang(size=2)
+    feed(g, [(0.0, "ADDED", pod("a", 1)), (0.0, "ADDED", pod("b", 2))])
+    # watch lost; meanwhile a was bound and deleted, b recreated; the re-list shows only b (newer)
+    feed(g, [(3.0, "MODIFIED", pod("a", 7, node="n1"))])  # seen before the loss
+    feed(g, [(4.0, "DELETED", pod("a", 9)), (4.0, "MODIFIED", pod("b", 10))])  # re-list result
+    assert g.ever_bound() == ["a"]
+    assert [p.name for p in g.live()] == ["b"]
+    assert any(ev["state"] == "Deleted" and ev["pod"] == "a" for ev in g.timeline)
+
+
+def test_replayed_old_object_from_a_relist_does_not_unbind():
+    g = V.Gang(size=1)
+    feed(g, [(0.0, "ADDED", pod("a", 20, node="n1")), (2.0, "MODIFIED", pod("a", 20))])
+    assert g.bound() == ["a"] or g.pods["a"].bound_at == 0.0
+
+
+def test_timeline_records_state_changes_only():
+    g = V.Gang(size=1)
+    feed(
+        g,
+        [
+            (0.0, "ADDED", pod("a", 1, unschedulable=True)),
+            (0.1, "MODIFIED", pod("a", 2, unschedulable=True)),
+            (1.0, "MODIFIED", pod("a", 3, node="n", phase="Running")),
+        ],
+    )
+    assert [e["state"] for e in g.timeline] == ["Unschedulable", "Running"]
+
+
+def test_expect_running_never_reports_pending_early_but_final_does():
+    g = V.Gang(size=2)
+    feed(g, [(0.0, "ADDED", pod("a", 1)), (0.0, "ADDED", pod("b", 2))])
+    assert g.verdict(100.0, 10, "running") is None
+    assert g.final(100.0, 10) == V.GANG_HELD_PENDING
