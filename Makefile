@@ -3,12 +3,13 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test venv build up down status lint bench clean
+.PHONY: demo test venv build up down status lint bench clean sanity
 
 demo: build ## build and start the lab, then show gang vs no gang with the real schedulers
 	$(PY) -m lab gang-demo
 
-test: build ## unit tests and the lab tests (starts and stops its own lab)
+test: build ## lint, unit tests, and the lab tests of the lab and the modules (starts and stops its own lab)
+	$(MAKE) lint sanity
 	$(PY) -m pytest -q tests
 
 venv: $(VENV)/.installed
@@ -29,12 +30,16 @@ down:
 status:
 	$(PY) -m lab status
 
-lint: venv
-	$(VENV)/bin/ruff check lab tests bench
-	$(VENV)/bin/ruff format --check lab tests bench
+lint: venv ## ruff over everything, and ansible-doc must render every module
+	$(VENV)/bin/ruff check lab tests bench plugins
+	$(VENV)/bin/ruff format --check lab tests bench plugins
+	$(VENV)/bin/python tests/render_docs.py
 
 bench: build ## prints build/up/memory/disk figures of the lab
 	$(PY) bench/lab_figures.py
 
 clean: down
 	rm -rf .lab
+
+sanity: venv ## ansible-test sanity (compile, import, pep8, validate-modules, ansible-doc ...) on the collection
+	$(PY) tests/sanity.py

@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: GPU (or any extended resource) capacity maths over node and pod
 objects: allocatable, requested, free per node, and whether a gang fits. Not a public API."""
 

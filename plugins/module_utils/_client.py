@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: the API client. Authentication is kubernetes.core's (the same
 options, K8S_AUTH_* environment fallbacks, kubeconfig/context handling); requests go through the
 ``kubernetes`` Python client and come back as plain dicts. Not a public API."""

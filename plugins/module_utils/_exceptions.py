@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: exceptions raised by helpers; only a module's main() turns them into a
 failed task. Not a public API; may change without notice."""
 

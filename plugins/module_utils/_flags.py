@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: flag surgery on a container's ``command`` and ``args``.
 
 A flag may sit in either list, as ``--name=value``, ``--name value`` or (Go's flag package)

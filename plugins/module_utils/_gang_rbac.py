@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: what gang_rbac does — a dedicated ClusterRole + ClusterRoleBinding per
 component ServiceAccount, owned by the collection, verified with SubjectAccessReview. Not a public API."""
 

@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: what operator_gang does — decide the flag, preflight, patch (or
 dry-run it), wait, and report. Returns data; raises GangError. Not a public API."""
 

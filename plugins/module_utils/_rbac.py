@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: the gang rights each component needs (component x scheduler), rule
 coverage maths, and the SubjectAccessReview check as a ServiceAccount. Not a public API."""
 

@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: smoke-test reports — the JSON verdict, a JUnit XML file for CI and an
 SVG timeline of pod states. Not a public API."""
 

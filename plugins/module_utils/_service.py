@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: reads and writes of the objects the modules work on, and discovery of
 the gang schedulers and Kubeflow operators running in a cluster. Raises, never fails a module.
 Not a public API."""

@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: what gang_smoke_test does — preflight, create a labelled gang, watch
 its pods to a verdict, optionally the same pods without a gang, clean up always. Not a public API."""
 

@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: the all-or-nothing verdict of a gang, fed pod watch events.
 
 States: the gang is *held pending* while no member is bound; *held running* once every member runs;

@@ -1,5 +1,5 @@
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: list-then-watch with re-list on a broken or expired watch (an API
 server restart, 410 Gone), and the predicates the modules wait on. Not a public API."""
 

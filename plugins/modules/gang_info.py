@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -21,17 +21,20 @@ description:
     longer than O(partial_threshold_seconds), with the GPUs they hold; this is the deadlock the
     all-or-nothing rule prevents.
 author:
-  - gangsched.kubeflow maintainers
+  - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Read-only; runs the same in check mode.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
     details: Changes nothing.
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second run reports no change.
     support: full
 options:
   partial_threshold_seconds:

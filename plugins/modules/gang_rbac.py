@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -19,17 +19,20 @@ description:
     as the ServiceAccount before and after, returned as RV(missing_before) and RV(missing_after).
   - A wildcard in O(extra_rules) is refused unless O(allow_wildcard=true), and then warned about.
 author:
-  - gangsched.kubeflow maintainers
+  - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Writes are server-side dry runs; RV(missing_after) is predicted from the rules.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: The ClusterRole's rules and the binding's subjects before and after.
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second run reports no change.
     support: full
 options:
   component:

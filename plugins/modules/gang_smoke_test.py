@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -22,17 +22,20 @@ description:
   - With O(control=true) the same pods are then run without a gang on the default scheduler, to show
     the partial start gang scheduling prevents (its verdict is returned, not asserted).
 author:
-  - gangsched.kubeflow maintainers
+  - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: partial
     details: Runs the preflight (CRDs, scheduler, capacity, expected verdict) and creates nothing.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
     details: It leaves nothing behind to diff; RV(ignore:changed) is always false.
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second run reports no change.
     support: full
     details: Each run creates and removes its own objects.
 options:

@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: gangsched.kubeflow contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -24,17 +24,20 @@ description:
     mpi-operator's v2beta1 CRD, and warns when no running scheduler serves the name.
   - A concurrent edit of the Deployment is not lost; the patch is retried from a fresh read.
 author:
-  - gangsched.kubeflow maintainers
+  - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The patch is sent as a server-side dry run, so the returned command/args are the API server's.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: The container's name, command and args before and after.
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second run reports no change.
     support: full
     details: A second run with the same options reports RV(ignore:changed=false).
 options:

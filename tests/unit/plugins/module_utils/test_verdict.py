@@ -85,12 +85,6 @@ def test_relist_after_lost_watch_keeps_history_and_drops_deleted():
     assert any(ev["state"] == "Deleted" and ev["pod"] == "a" for ev in g.timeline)
 
 
-def test_replayed_old_object_from_a_relist_does_not_unbind():
-    g = V.Gang(size=1)
-    feed(g, [(0.0, "ADDED", pod("a", 20, node="n1")), (2.0, "MODIFIED", pod("a", 20))])
-    assert g.bound() == ["a"] or g.pods["a"].bound_at == 0.0
-
-
 def test_timeline_records_state_changes_only():
     g = V.Gang(size=1)
     feed(
