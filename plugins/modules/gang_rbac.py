@@ -145,20 +145,13 @@ diff:
   sample: {"before": {"rules": null, "subjects": null}, "after": {"rules": [], "subjects": []}}
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
-    AUTH_ARG_SPEC,
-    Client,
-    check_requirements,
-)
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._gang_rbac import run
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._rbac import COMPONENTS
 
 
 def argument_spec() -> dict:
-    spec = dict(AUTH_ARG_SPEC)
-    spec.update(
+    return with_auth(
         component=dict(type="str", required=True, choices=list(COMPONENTS)),
         gang_scheduler=dict(type="str", choices=["volcano", "scheduler_plugins"]),
         service_account=dict(type="dict", options=dict(namespace=dict(type="str"), name=dict(type="str"))),
@@ -167,21 +160,10 @@ def argument_spec() -> dict:
         allow_wildcard=dict(type="bool", default=False),
         verify=dict(type="bool", default=True),
     )
-    return spec
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    check_requirements(module)
-    try:
-        client = Client.from_params(module.params)
-        result = run(client, module.params, module.check_mode, module.warn)
-    except GangError as e:
-        module.fail_json(msg=e.msg, **e.details)
-    diff = result.pop("_diff")
-    if module._diff:
-        result["diff"] = diff
-    module.exit_json(**result)
+    execute(argument_spec(), run)
 
 
 if __name__ == "__main__":

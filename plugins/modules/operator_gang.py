@@ -151,19 +151,12 @@ diff:
   sample: {"before": {"args": null, "command": ["/manager"]}, "after": {"command": ["/manager", "--gang-scheduler-name=volcano"]}}
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
-    AUTH_ARG_SPEC,
-    Client,
-    check_requirements,
-)
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import run
 
 
 def argument_spec() -> dict:
-    spec = dict(AUTH_ARG_SPEC)
-    spec.update(
+    return with_auth(
         operator=dict(type="str", required=True, choices=["training_operator", "mpi_operator", "tf_operator"]),
         gang_scheduler=dict(type="str", required=True, choices=["volcano", "scheduler_plugins", "none"]),
         scheduler_name=dict(type="str"),
@@ -173,21 +166,10 @@ def argument_spec() -> dict:
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=120),
     )
-    return spec
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    check_requirements(module)
-    try:
-        client = Client.from_params(module.params)
-        result = run(client, module.params, module.check_mode, module.warn)
-    except GangError as e:
-        module.fail_json(msg=e.msg, **e.details)
-    diff = result.pop("_diff")
-    if module._diff:
-        result["diff"] = diff
-    module.exit_json(**result)
+    execute(argument_spec(), run)
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ BAD = [
     ("unknown-option", {"namespace": "x"}, "Unsupported parameters"),
     (
         "unreachable-api",
-        {"host": "https://127.0.0.1:1", "api_key": "x", "validate_certs": False},
+        {"host": "https://127.0.0.1:1", "api_key": "not-a-token", "validate_certs": False},
         "Failed to reach the Kubernetes API at https://127.0.0.1:1",
     ),
     ("forbidden", {"impersonate_user": "system:serviceaccount:default:default"}, "Forbidden to"),
