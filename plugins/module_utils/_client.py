@@ -192,15 +192,3 @@ class Client:
             raise ApiError(f"Watch of {what or path} broke: {e}", 0, str(e)) from e
         finally:
             resp.release_conn()
-
-    def username(self) -> str:
-        try:
-            review = self.request(
-                "POST",
-                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-                body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
-                what="SelfSubjectReview",
-            )
-            return (review.get("status") or {}).get("userInfo", {}).get("username", "")
-        except ApiError:
-            return ""

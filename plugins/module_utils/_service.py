@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError, NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError, NotFound
 
 FIELD_MANAGER = "gangsched.kubeflow"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gangsched.kubeflow"}
@@ -249,13 +249,3 @@ def find_operators(client) -> list[dict]:
             if kind:
                 out.append({"operator": kind, "deployment": dep, "container": c})
     return out
-
-
-def api_served(client, group: str, version: str) -> bool:
-    try:
-        client.get(f"/apis/{group}/{version}", what=f"API {group}/{version}")
-        return True
-    except NotFound:
-        return False
-    except ApiError:
-        return False

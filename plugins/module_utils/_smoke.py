@@ -34,8 +34,6 @@ def validate(params: dict) -> dict:
     """Resources as numbers; raises on bad input before anything is created."""
     if params["replicas"] < 1:
         raise GangError(f"replicas must be >= 1 (got {params['replicas']}): a gang needs members")
-    if params["workload"] in ("pytorchjob", "tfjob") and params["replicas"] < 1:
-        raise GangError("replicas must be >= 1")
     res = params.get("resources")
     if not isinstance(res, dict) or not res:
         raise GangError("resources must be a mapping of resource name to quantity, e.g. {nvidia.com/gpu: 1}")
@@ -167,10 +165,10 @@ class Run:
             now = self.clock() - t0
             if done and (pg_path is None or state["pg_seen"] is not None):
                 return state["verdict"]
-            if done and self.client.get_or_none(pg_path, "PodGroup") is not None:
-                return state["verdict"]
             if pg_path and state["pg_seen"] is None:
                 if self.client.get_or_none(pg_path, "PodGroup") is not None:
+                    if done:
+                        return state["verdict"]
                     state["pg_seen"] = now
                     if gang.all_present_at is None:
                         gang.all_present_at = now  # the operator holds the pods back until the gang fits

@@ -115,18 +115,14 @@ partial_gangs:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
-    AUTH_ARG_SPEC,
-    Client,
-    check_requirements,
-)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import Client, check_requirements
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._info import gather
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import with_auth
 
 
 def main() -> None:
-    spec = dict(AUTH_ARG_SPEC)
-    spec.update(partial_threshold_seconds=dict(type="int", default=60))
+    spec = with_auth(partial_threshold_seconds=dict(type="int", default=60))
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     check_requirements(module)
     if module.params["partial_threshold_seconds"] < 0:

@@ -179,19 +179,15 @@ reports:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
-    AUTH_ARG_SPEC,
-    Client,
-    check_requirements,
-)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import Client, check_requirements
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._report import write
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke import run
 
 
 def argument_spec() -> dict:
-    spec = dict(AUTH_ARG_SPEC)
-    spec.update(
+    return with_auth(
         gang_scheduler=dict(type="str", required=True, choices=["volcano", "scheduler_plugins"]),
         scheduler_name=dict(type="str"),
         workload=dict(type="str", default="pods", choices=["pods", "pytorchjob", "tfjob", "mpijob"]),
@@ -207,7 +203,6 @@ def argument_spec() -> dict:
         report_dir=dict(type="path"),
         run_id=dict(type="str"),
     )
-    return spec
 
 
 def main() -> None:
