@@ -145,7 +145,49 @@ class Lab:
             raise
         st["up_seconds"] = round(time.monotonic() - t0, 1)
         self.save_state(st)
+        self.write_inventory_facts()
         return st
+
+    @property
+    def inventory_facts(self) -> Path:
+        return self.root / "inventory-facts.json"
+
+    def write_inventory_facts(self) -> Path:
+        """Where this lab keeps what an inventory needs (kubeconfig, helm, the upstream charts and CRDs
+        built for it, the static pod manifest dir): ``inventories/lab`` reads it."""
+
+        def art(unit: str, sub: str) -> str:
+            return str(build.artifact_path(unit, sub))
+
+        facts = {
+            "kubeconfig": str(self.kubeconfig),
+            "helm": str(build.binary_path("helm")),
+            "kubectl": str(build.binary_path("kubectl")),
+            "manifests_dir": str(self.manifests),
+            "etc_dir": str(self.etc),
+            "state_dir": str(self.root),
+            "charts": {
+                "volcano": art("volcano", "chart"),
+                "scheduler_plugins": art("scheduler-plugins", "chart"),
+                "nvidia_device_plugin": art("nvidia-device-plugin", "chart"),
+            },
+            "crds": {
+                "volcano": art("volcano", "chart/crd/bases"),
+                "scheduler_plugins": art("scheduler-plugins", "coscheduling/crd.yaml"),
+                "training_operator": art("training-operator", "crds"),
+                "mpi_operator": art("mpi-operator", "manifests/kubeflow.org_mpijobs.yaml"),
+            },
+            "versions": {
+                "kubernetes": V.KUBERNETES,
+                "volcano": V.VOLCANO,
+                "scheduler_plugins": V.SCHEDULER_PLUGINS,
+                "nvidia_device_plugin": V.NVIDIA_DEVICE_PLUGIN,
+                "training_operator": V.TRAINING_OPERATOR,
+                "mpi_operator": V.MPI_OPERATOR,
+            },
+        }
+        self.inventory_facts.write_text(json.dumps(facts, indent=2) + "\n")
+        return self.inventory_facts
 
     def _start_all(self, st: dict, log) -> None:
         p = st["ports"]

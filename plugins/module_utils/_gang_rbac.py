@@ -19,14 +19,8 @@ def object_name(component: str, ns: str, sa: str) -> str:
     return f"gangsched.kubeflow:{component}:{ns}:{sa}"
 
 
-def _write(client, method: str, path: str, body: dict | None, what: str, check_mode: bool) -> dict:
-    query = {"fieldManager": FIELD_MANAGER} if method in ("POST", "PUT") else {}
-    if check_mode:
-        query["dryRun"] = "All"
-    return client.request(method, path, body=body, query=query, what=what)
-
-
-def run(client, params: dict, check_mode: bool, warn) -> dict:
+def resolve(params: dict) -> tuple[str, str, str, str]:
+    """(component, gang scheduler, ServiceAccount namespace, name) with the table's defaults."""
     component = params["component"]
     d_ns, d_sa, schedulers = _rbac.COMPONENTS[component]
     gang = params.get("gang_scheduler")
@@ -35,7 +29,38 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
             raise GangError(f"gang_scheduler is required for component={component} (one of {', '.join(schedulers)})")
         gang = schedulers[0]
     sa_opt = params.get("service_account") or {}
-    ns, sa = sa_opt.get("namespace") or d_ns, sa_opt.get("name") or d_sa
+    return component, gang, sa_opt.get("namespace") or d_ns, sa_opt.get("name") or d_sa
+
+
+def desired(component: str, gang: str, ns: str, sa: str, rules: list[dict]) -> tuple[dict, dict]:
+    """The ClusterRole and ClusterRoleBinding this collection keeps for a component's ServiceAccount."""
+    name = object_name(component, ns, sa)
+    labels = {**MANAGED_BY, "gangsched.kubeflow/component": component.replace("_", "-")}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": labels},
+        "rules": rules,
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
+    }
+    return role, binding
+
+
+def _write(client, method: str, path: str, body: dict | None, what: str, check_mode: bool) -> dict:
+    query = {"fieldManager": FIELD_MANAGER} if method in ("POST", "PUT") else {}
+    if check_mode:
+        query["dryRun"] = "All"
+    return client.request(method, path, body=body, query=query, what=what)
+
+
+def run(client, params: dict, check_mode: bool, warn) -> dict:
+    component, gang, ns, sa = resolve(params)
     required = _rbac.required_rules(component, gang)
     extra = params.get("extra_rules") or []
     _rbac.validate_extra(extra)
@@ -49,7 +74,8 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
         warn(f"ServiceAccount {ns}/{sa} gets a wildcard rule ({wild[0]!r}) because allow_wildcard=true")
     rules = required + extra
     name = object_name(component, ns, sa)
-    labels = {**MANAGED_BY, "gangsched.kubeflow/component": component.replace("_", "-")}
+    want_role, want_binding = desired(component, gang, ns, sa, rules)
+    labels = want_role["metadata"]["labels"]
     needed = _rbac.checks(required)
     state = params.get("state", "present")
     verify = params.get("verify", True)
@@ -65,27 +91,13 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     role_path, bind_path = f"{RBAC}/clusterroles/{name}", f"{RBAC}/clusterrolebindings/{name}"
     role = client.get_or_none(role_path, f"ClusterRole {name}")
     binding = client.get_or_none(bind_path, f"ClusterRoleBinding {name}")
-    subjects = [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]
-    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+    subjects, role_ref = want_binding["subjects"], want_binding["roleRef"]
     before = {
         "rules": (role or {}).get("rules"),
         "subjects": (binding or {}).get("subjects"),
     }
     changed = False
     if state == "present":
-        want_role = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": name, "labels": labels},
-            "rules": rules,
-        }
-        want_binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name, "labels": labels},
-            "roleRef": role_ref,
-            "subjects": subjects,
-        }
         if role is None:
             _write(client, "POST", f"{RBAC}/clusterroles", want_role, f"ClusterRole {name}", check_mode)
             changed = True

@@ -5,6 +5,8 @@ dry-run it), wait, and report. Returns data; raises GangError. Not a public API.
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _service, _waiter
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError
 
@@ -39,6 +41,59 @@ OPERATORS = {
 }
 
 CONFLICT_RETRIES = 5
+# The container's command/args as they were before this collection first changed them, as JSON
+# {container: {"command": [...] | null, "args": [...] | null}}; gang_scheduler=original puts them back.
+ORIGINAL_ANNOTATION = "gangsched.kubeflow/original-argv"
+
+
+def recorded(dep: dict) -> dict:
+    text = ((dep.get("metadata") or {}).get("annotations") or {}).get(ORIGINAL_ANNOTATION)
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _record_update(dep: dict, container: dict, restoring: bool) -> dict | None:
+    """The annotation change that goes with a patch: record the original argv on the first change,
+    drop the record when it is put back."""
+    rec = recorded(dep)
+    name = container["name"]
+    if restoring:
+        if name not in rec:
+            return None
+        rec.pop(name)
+    else:
+        if name in rec:
+            return None
+        rec[name] = {"command": container.get("command"), "args": container.get("args")}
+    return {ORIGINAL_ANNOTATION: json.dumps(rec, sort_keys=True) if rec else None}
+
+
+def _surgery(op_spec: dict, container: dict, value: str | None, dep: dict, what: str, gang: str) -> _flags.Surgery:
+    if gang == "original":
+        rec = recorded(dep).get(container["name"])
+        if rec is None:
+            return _flags.Surgery(container.get("command"), container.get("args"))
+        # a record to drop is a change even when the argv already matches it
+        previous = [h.value for h in _flags.find(container.get("command"), container.get("args"), op_spec["flag"])]
+        return _flags.Surgery(rec.get("command"), rec.get("args"), previous, changed=True)
+    if value is None:
+        return _flags.remove_flag(
+            container.get("command"), container.get("args"), op_spec["flag"], op_spec["boolean"], what
+        )
+    return _flags.set_flag(
+        container.get("command"),
+        container.get("args"),
+        op_spec["flag"],
+        value,
+        op_spec["prefer"],
+        op_spec["boolean"],
+        what,
+    )
 
 
 def derive_scheduler_name(gang_scheduler: str, given: str | None, schedulers: list[dict], operator: str) -> str:
@@ -126,7 +181,9 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
 
     scheduler_name = None
     value = None
-    if gang != "none":
+    if gang == "original" and container["name"] not in recorded(dep):
+        warn(f"{what} container {container['name']}: no original command/args recorded; nothing to put back")
+    if gang not in ("none", "original"):
         if op == "tf_operator" and gang != "volcano":
             raise GangError(
                 "tf_operator's legacy --enable-gang-scheduling works only with kube-batch/Volcano PodGroups; "
@@ -162,29 +219,19 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     before = {"container": container["name"], "command": container.get("command"), "args": container.get("args")}
     result = None
     for _attempt in range(CONFLICT_RETRIES):
-        if value is None:
-            surgery = _flags.remove_flag(
-                container.get("command"),
-                container.get("args"),
-                spec["flag"],
-                spec["boolean"],
-                f"{what} container {container['name']}",
-            )
-        else:
-            surgery = _flags.set_flag(
-                container.get("command"),
-                container.get("args"),
-                spec["flag"],
-                value,
-                spec["prefer"],
-                spec["boolean"],
-                f"{what} container {container['name']}",
-            )
+        surgery = _surgery(spec, container, value, dep, f"{what} container {container['name']}", gang)
         if not surgery.changed:
             break
         try:
             result = _service.patch_deployment_container(
-                client, dep, container["name"], surgery.command, surgery.args, dry_run=check_mode
+                client,
+                dep,
+                container["name"],
+                surgery.command,
+                surgery.args,
+                dry_run=check_mode,
+                unset=tuple(f for f in ("command", "args") if getattr(surgery, f) is None and container.get(f)),
+                annotations=_record_update(dep, container, restoring=gang == "original"),
             )
             break
         except Conflict:
@@ -203,11 +250,15 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
         _waiter.wait_rollout(client, ns, name, params.get("wait_timeout", 120))
 
     previous_values = surgery.previous
+    flag = flag_text(spec, value)
+    if gang == "original":
+        now = _flags.find(after["command"], after["args"], spec["flag"], spec["boolean"])
+        flag = flag_text(spec, (now[-1].value or "true") if now else None)
     return {
         "changed": changed,
         "deployment": f"{ns}/{name}",
         "container": container["name"],
-        "flag": flag_text(spec, value),
+        "flag": flag,
         "previous": previous_values[-1] if previous_values else None,
         "occurrences_before": len(previous_values),
         "scheduler_name": scheduler_name,

@@ -71,19 +71,24 @@ def get_deployment(client, ns: str, name: str, hint: str = "") -> dict:
         raise GangError(f"Deployment {ns}/{name} not found{hint}") from e
 
 
-def patch_deployment_container(client, dep: dict, container: str, command, args, dry_run: bool) -> dict:
+def patch_deployment_container(
+    client, dep: dict, container: str, command, args, dry_run: bool, unset: tuple = (), annotations: dict | None = None
+) -> dict:
     """Strategic-merge patch of one container's command/args, guarded by the resourceVersion read
-    (a concurrent edit gives Conflict, and the caller retries from a fresh read)."""
+    (a concurrent edit gives Conflict, and the caller retries from a fresh read). ``unset`` names the
+    fields ("command", "args") to remove; ``annotations`` are merged into the Deployment's (None deletes)."""
     ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
     c: dict = {"name": container}
     if command is not None:
         c["command"] = command
     if args is not None:
         c["args"] = args
-    patch = {
-        "metadata": {"resourceVersion": dep["metadata"]["resourceVersion"]},
-        "spec": {"template": {"spec": {"containers": [c]}}},
-    }
+    for f in unset:
+        c[f] = None
+    meta: dict = {"resourceVersion": dep["metadata"]["resourceVersion"]}
+    if annotations:
+        meta["annotations"] = annotations
+    patch = {"metadata": meta, "spec": {"template": {"spec": {"containers": [c]}}}}
     query = {"fieldManager": FIELD_MANAGER}
     if dry_run:
         query["dryRun"] = "All"

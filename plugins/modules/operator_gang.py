@@ -50,9 +50,12 @@ options:
     description:
       - The gang scheduler the operator should create PodGroups for.
       - V(none) removes the flag.
+      - V(original) puts back the container's command and args as they were before this module first
+        changed them (recorded then in the Deployment annotation C(gangsched.kubeflow/original-argv)) and
+        drops the record; with nothing recorded it changes nothing and warns.
     type: str
     required: true
-    choices: [volcano, scheduler_plugins, none]
+    choices: [volcano, scheduler_plugins, none, original]
   scheduler_name:
     description:
       - The flag's value. Derived when not set (see description); must be V(volcano) or unset for Volcano.
@@ -99,6 +102,11 @@ EXAMPLES = r"""
   gangsched.kubeflow.operator_gang:
     operator: training_operator
     gang_scheduler: none
+
+- name: Put training-operator's command back as it was before the first change
+  gangsched.kubeflow.operator_gang:
+    operator: training_operator
+    gang_scheduler: original
 """
 
 RETURN = r"""
@@ -158,7 +166,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang 
 def argument_spec() -> dict:
     return with_auth(
         operator=dict(type="str", required=True, choices=["training_operator", "mpi_operator", "tf_operator"]),
-        gang_scheduler=dict(type="str", required=True, choices=["volcano", "scheduler_plugins", "none"]),
+        gang_scheduler=dict(type="str", required=True, choices=["volcano", "scheduler_plugins", "none", "original"]),
         scheduler_name=dict(type="str"),
         namespace=dict(type="str"),
         name=dict(type="str"),

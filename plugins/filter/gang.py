@@ -1,0 +1,165 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters the roles use to render what they would apply (GitOps) and to edit a kube-scheduler static
+pod manifest. Each is documented in the YAML file of the same name next to this one."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _gang_rbac, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import (
+    OPERATORS,
+    _record_update,
+    flag_text,
+)
+
+CONFIG_VOLUME = "gangsched-scheduler-config"
+CONFIG_HASH_ANNOTATION = "gangsched.kubeflow/scheduler-config-hash"
+
+
+def _fail(e: Exception):
+    raise AnsibleFilterError(str(getattr(e, "msg", e))) from e
+
+
+def manifest_filename(obj: dict) -> str:
+    """``<kind>-<namespace>-<name>.yaml`` (cluster-scoped: ``<kind>-<name>.yaml``), lower case, safe."""
+    if not isinstance(obj, dict) or not obj.get("kind") or not (obj.get("metadata") or {}).get("name"):
+        raise AnsibleFilterError(f"manifest_filename needs a Kubernetes object with kind and metadata.name, got {obj!r}")
+    md = obj["metadata"]
+    parts = [obj["kind"], md.get("namespace"), md["name"]]
+    text = "-".join(p for p in parts if p).lower()
+    return re.sub(r"[^a-z0-9._-]+", "_", text) + ".yaml"
+
+
+def gang_rbac_objects(component: str, gang_scheduler: str | None = None, service_account: dict | None = None):
+    """The ClusterRole and ClusterRoleBinding gang_rbac would write (no wildcard, no cluster access)."""
+    try:
+        comp, gang, ns, sa = _gang_rbac.resolve(
+            {"component": component, "gang_scheduler": gang_scheduler, "service_account": service_account}
+        )
+        if comp not in _rbac.COMPONENTS:
+            raise GangError(f"component={comp!r} is not one of {', '.join(sorted(_rbac.COMPONENTS))}")
+        return list(_gang_rbac.desired(comp, gang, ns, sa, _rbac.required_rules(comp, gang)))
+    except (GangError, KeyError) as e:
+        _fail(e)
+
+
+def operator_gang_patch(deployment: dict, operator: str, scheduler_name: str | None, container: str | None = None):
+    """A partial Deployment (server-side apply configuration) that sets the operator's gang flag in
+    place, as operator_gang would; ``scheduler_name`` none/empty removes the flag."""
+    try:
+        spec = OPERATORS[operator]
+    except KeyError:
+        raise AnsibleFilterError(f"operator={operator!r} is not one of {', '.join(OPERATORS)}") from None
+    md = deployment.get("metadata") or {}
+    containers = ((((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
+    want = container or spec["container"]
+    match = [c for c in containers if c.get("name") == want] or (containers if len(containers) == 1 else [])
+    if not match:
+        raise AnsibleFilterError(
+            f"Deployment {md.get('namespace')}/{md.get('name')} has no container {want!r}; set the container"
+        )
+    c = match[0]
+    what = f"Deployment {md.get('namespace')}/{md.get('name')} container {c['name']}"
+    try:
+        if scheduler_name:
+            value = "true" if spec["boolean"] else scheduler_name
+            surgery = _flags.set_flag(
+                c.get("command"), c.get("args"), spec["flag"], value, spec["prefer"], spec["boolean"], what
+            )
+        else:
+            surgery = _flags.remove_flag(c.get("command"), c.get("args"), spec["flag"], spec["boolean"], what)
+    except GangError as e:
+        _fail(e)
+    out_c: dict = {"name": c["name"]}
+    if surgery.command is not None:
+        out_c["command"] = surgery.command
+    if surgery.args is not None:
+        out_c["args"] = surgery.args
+    meta = {"name": md.get("name"), "namespace": md.get("namespace")}
+    record = _record_update(deployment, c, restoring=False) if surgery.changed else None
+    if record:
+        meta["annotations"] = record
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        "spec": {"template": {"spec": {"containers": [out_c]}}},
+    }
+
+
+def gang_flag(operator: str, scheduler_name: str) -> str:
+    """The operator's gang flag for a scheduler name (``--gang-scheduler-name=volcano`` ...)."""
+    try:
+        spec = OPERATORS[operator]
+    except KeyError:
+        raise AnsibleFilterError(f"operator={operator!r} is not one of {', '.join(OPERATORS)}") from None
+    return flag_text(spec, "true" if spec["boolean"] else scheduler_name)
+
+
+def coscheduling_static_pod(
+    pod: dict, image: str, config_path: str, config_text: str, extra_args: list | None = None
+) -> dict:
+    """The kube-scheduler static pod manifest switched to the scheduler-plugins image, reading the
+    KubeSchedulerConfiguration at ``config_path`` (hostPath-mounted), with a hash of that config as an
+    annotation so a config change restarts the pod. Idempotent: applying it twice gives the same pod."""
+    if not isinstance(pod, dict) or pod.get("kind") != "Pod":
+        raise AnsibleFilterError("coscheduling_static_pod needs the kube-scheduler static Pod manifest (kind: Pod)")
+    pod = json.loads(json.dumps(pod))
+    spec = pod.setdefault("spec", {})
+    containers = spec.get("containers") or []
+    match = [c for c in containers if c.get("name") == "kube-scheduler"] or containers[:1]
+    if not match:
+        raise AnsibleFilterError("the kube-scheduler static pod manifest has no container")
+    c = match[0]
+    c["image"] = image
+    what = "the kube-scheduler static pod"
+    try:
+        s = _flags.set_flag(c.get("command"), c.get("args"), "config", config_path, "command", False, what)
+        for arg in extra_args or []:
+            name, sep, value = str(arg).lstrip("-").partition("=")
+            if not sep:
+                raise AnsibleFilterError(f"extra arg {arg!r} must be --name=value")
+            s = _flags.set_flag(s.command, s.args, name, value, "command", False, what)
+    except GangError as e:
+        _fail(e)
+    for f in ("command", "args"):
+        if getattr(s, f) is None:
+            c.pop(f, None)
+        else:
+            c[f] = getattr(s, f)
+    mounts = [m for m in c.get("volumeMounts") or [] if m.get("name") != CONFIG_VOLUME]
+    mounts.append({"name": CONFIG_VOLUME, "mountPath": config_path, "readOnly": True})
+    c["volumeMounts"] = mounts
+    vols = [v for v in spec.get("volumes") or [] if v.get("name") != CONFIG_VOLUME]
+    vols.append({"name": CONFIG_VOLUME, "hostPath": {"path": config_path, "type": "File"}})
+    spec["volumes"] = vols
+    md = pod.setdefault("metadata", {})
+    md.setdefault("annotations", {})[CONFIG_HASH_ANNOTATION] = hashlib.sha256(config_text.encode()).hexdigest()[:16]
+    return pod
+
+
+def static_pod_flag(pod: dict, name: str) -> str | None:
+    """The last value of flag ``name`` in the static pod's first container (None when absent)."""
+    containers = ((pod or {}).get("spec") or {}).get("containers") or []
+    if not containers:
+        return None
+    hits = _flags.find(containers[0].get("command"), containers[0].get("args"), name)
+    return hits[-1].value if hits else None
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "manifest_filename": manifest_filename,
+            "gang_rbac_objects": gang_rbac_objects,
+            "operator_gang_patch": operator_gang_patch,
+            "gang_flag": gang_flag,
+            "coscheduling_static_pod": coscheduling_static_pod,
+            "static_pod_flag": static_pod_flag,
+        }
