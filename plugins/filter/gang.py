@@ -49,9 +49,12 @@ def gang_rbac_objects(component: str, gang_scheduler: str | None = None, service
         _fail(e)
 
 
-def operator_gang_patch(deployment: dict, operator: str, scheduler_name: str | None, container: str | None = None):
+def operator_gang_patch(
+    deployment: dict, operator: str, scheduler_name: str | None, container: str | None = None, partial: bool = True
+):
     """A partial Deployment (server-side apply configuration) that sets the operator's gang flag in
-    place, as operator_gang would; ``scheduler_name`` none/empty removes the flag."""
+    place, as operator_gang would; ``scheduler_name`` none/empty removes the flag. ``partial=False``
+    returns the whole Deployment with the flag set instead (for manifests the collection installs)."""
     try:
         spec = OPERATORS[operator]
     except KeyError:
@@ -81,8 +84,18 @@ def operator_gang_patch(deployment: dict, operator: str, scheduler_name: str | N
         out_c["command"] = surgery.command
     if surgery.args is not None:
         out_c["args"] = surgery.args
-    meta = {"name": md.get("name"), "namespace": md.get("namespace")}
     record = _record_update(deployment, c, restoring=False) if surgery.changed else None
+    if not partial:
+        whole = json.loads(json.dumps(deployment))
+        for wc in whole["spec"]["template"]["spec"]["containers"]:
+            if wc.get("name") == c["name"]:
+                wc.pop("command", None)
+                wc.pop("args", None)
+                wc.update({k: v for k, v in out_c.items() if k != "name"})
+        if record:
+            whole["metadata"].setdefault("annotations", {}).update(record)
+        return whole
+    meta = {"name": md.get("name"), "namespace": md.get("namespace")}
     if record:
         meta["annotations"] = record
     return {
@@ -91,6 +104,22 @@ def operator_gang_patch(deployment: dict, operator: str, scheduler_name: str | N
         "metadata": meta,
         "spec": {"template": {"spec": {"containers": [out_c]}}},
     }
+
+
+def keep_container_argv(deployment: dict, current: dict | None) -> dict:
+    """``deployment`` with each container's command/args taken from ``current`` (the Deployment as it
+    runs), so re-applying an install manifest leaves what operator_gang owns alone."""
+    if not current:
+        return deployment
+    now = {c.get("name"): c for c in current.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])}
+    out = json.loads(json.dumps(deployment))
+    for c in out.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+        if c.get("name") in now:
+            for f in ("command", "args"):
+                c.pop(f, None)
+                if now[c["name"]].get(f) is not None:
+                    c[f] = now[c["name"]][f]
+    return out
 
 
 def gang_flag(operator: str, scheduler_name: str) -> str:
@@ -160,6 +189,7 @@ class FilterModule:
             "gang_rbac_objects": gang_rbac_objects,
             "operator_gang_patch": operator_gang_patch,
             "gang_flag": gang_flag,
+            "keep_container_argv": keep_container_argv,
             "coscheduling_static_pod": coscheduling_static_pod,
             "static_pod_flag": static_pod_flag,
         }
