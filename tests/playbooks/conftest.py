@@ -1,0 +1,23 @@
+"""Playbook tests: each module gets a fresh lab (the roles install cluster-wide components), run in a
+pytest session of their own after the lab and module tests (see the Makefile)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab import build
+from lab.cluster import Lab
+
+
+
+@pytest.fixture(scope="module")
+def lab():
+    try:
+        build.binary_path("helm")
+    except build.BuildError as e:
+        pytest.fail(str(e), pytrace=False)
+    the_lab = Lab()
+    the_lab.down(log=lambda *_: None)
+    the_lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, log=lambda *_: None)
+    yield the_lab
+    the_lab.down(log=lambda *_: None)
