@@ -106,22 +106,6 @@ def operator_gang_patch(
     }
 
 
-def keep_container_argv(deployment: dict, current: dict | None) -> dict:
-    """``deployment`` with each container's command/args taken from ``current`` (the Deployment as it
-    runs), so re-applying an install manifest leaves what operator_gang owns alone."""
-    if not current:
-        return deployment
-    now = {c.get("name"): c for c in current.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])}
-    out = json.loads(json.dumps(deployment))
-    for c in out.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
-        if c.get("name") in now:
-            for f in ("command", "args"):
-                c.pop(f, None)
-                if now[c["name"]].get(f) is not None:
-                    c[f] = now[c["name"]][f]
-    return out
-
-
 def gang_flag(operator: str, scheduler_name: str) -> str:
     """The operator's gang flag for a scheduler name (``--gang-scheduler-name=volcano`` ...)."""
     try:
@@ -189,7 +173,6 @@ class FilterModule:
             "gang_rbac_objects": gang_rbac_objects,
             "operator_gang_patch": operator_gang_patch,
             "gang_flag": gang_flag,
-            "keep_container_argv": keep_container_argv,
             "coscheduling_static_pod": coscheduling_static_pod,
             "static_pod_flag": static_pod_flag,
         }

@@ -17,6 +17,9 @@ PODGROUP_CRDS = {
     "podgroups.scheduling.sigs.k8s.io": "koordinator",
 }
 DEVICE_PLUGIN_IMAGES = {"k8s-device-plugin": "nvidia-device-plugin", "gpu-operator": "gpu-operator"}
+# The k8s-device-plugin image also runs these helpers, which advertise no GPU (the chart's MPS control
+# daemon and GPU feature discovery): not device plugins
+DEVICE_PLUGIN_HELPERS = ("mps-control-daemon", "gpu-feature-discovery")
 GANG_KEYS = (
     ("annotation", "scheduling.k8s.io/group-name"),
     ("label", "scheduling.x-k8s.io/pod-group"),
@@ -183,7 +186,8 @@ def gather(client, params: dict, now: float) -> dict:
     for ds in client.list("/apis/apps/v1/daemonsets", what="DaemonSets (all namespaces)"):
         for c in ds["spec"]["template"]["spec"].get("containers") or []:
             kind = _service.image_kind(c.get("image", ""), DEVICE_PLUGIN_IMAGES)
-            if kind:
+            argv0 = ((c.get("command") or c.get("args") or [""])[0]).rsplit("/", 1)[-1]
+            if kind and argv0 not in DEVICE_PLUGIN_HELPERS:
                 st = ds.get("status") or {}
                 plugins.append(
                     {
