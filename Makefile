@@ -8,9 +8,10 @@ PY     := $(VENV)/bin/python
 demo: build ## build and start the lab, then show gang vs no gang with the real schedulers
 	$(PY) -m lab gang-demo
 
-test: build ## lint, unit tests, and the lab tests of the lab and the modules (starts and stops its own lab)
+test: build ## lint, sanity, unit tests, lab and module tests, then the playbooks on fresh labs (each starts and stops its own lab)
 	$(MAKE) lint sanity
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests/unit tests/lab
+	$(PY) -m pytest -q tests/playbooks
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
