@@ -29,7 +29,9 @@ def _fail(e: Exception):
 def manifest_filename(obj: dict) -> str:
     """``<kind>-<namespace>-<name>.yaml`` (cluster-scoped: ``<kind>-<name>.yaml``), lower case, safe."""
     if not isinstance(obj, dict) or not obj.get("kind") or not (obj.get("metadata") or {}).get("name"):
-        raise AnsibleFilterError(f"manifest_filename needs a Kubernetes object with kind and metadata.name, got {obj!r}")
+        raise AnsibleFilterError(
+            f"manifest_filename needs a Kubernetes object with kind and metadata.name, got {obj!r}"
+        )
     md = obj["metadata"]
     parts = [obj["kind"], md.get("namespace"), md["name"]]
     text = "-".join(p for p in parts if p).lower()

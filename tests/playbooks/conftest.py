@@ -9,7 +9,6 @@ from lab import build
 from lab.cluster import Lab
 
 
-
 @pytest.fixture(scope="module")
 def lab():
     try:

@@ -22,7 +22,9 @@ class Run:
         try:
             self.data = json.loads(proc.stdout)
         except ValueError as e:
-            raise AssertionError(f"ansible-playbook printed no JSON (rc {self.rc}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}") from e
+            raise AssertionError(
+                f"ansible-playbook printed no JSON (rc {self.rc}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+            ) from e
 
     @property
     def stats(self) -> dict:

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 from kubernetes import client as k
+from playbook_ansible import playbook
 
 from lab import kube
-
-from playbook_ansible import playbook
 
 pytestmark = pytest.mark.timeout(1500)
 SP = {"gangsched_gang_scheduler": "scheduler_plugins"}

@@ -8,10 +8,9 @@ import json
 
 import pytest
 from kubernetes import client as k
+from playbook_ansible import kubectl, module, playbook
 
 from lab import kube
-
-from playbook_ansible import kubectl, module, playbook
 
 pytestmark = pytest.mark.timeout(1500)
 
@@ -51,7 +50,10 @@ def test_check_mode_on_a_fresh_lab_changes_nothing(lab):
     assert run.rc == 0, run.failures()
     changed = run.changed()
     # the Helm releases and the operators' objects are reported as changes ...
-    for name in ("Install | Helm release", "Install | Helm release (the chart's CRDs are templates, so an upgrade upgrades them)"):
+    for name in (
+        "Install | Helm release",
+        "Install | Helm release (the chart's CRDs are templates, so an upgrade upgrades them)",
+    ):
         assert any(c.endswith(name) for c in changed), changed
     # ... and nothing was made
     assert _deployments(lab) == before == {}
@@ -69,7 +71,12 @@ def test_site_installs_the_chain_and_proves_it(lab):
     announced = {c for c in lab.check_mode_changed if not c.endswith("(check mode)")}
     assert announced <= set(changed), announced - set(changed)
     deps = _deployments(lab)
-    for name in ("volcano-system/volcano-scheduler", "volcano-system/volcano-controllers", "kubeflow/training-operator", "mpi-operator/mpi-operator"):
+    for name in (
+        "volcano-system/volcano-scheduler",
+        "volcano-system/volcano-controllers",
+        "kubeflow/training-operator",
+        "mpi-operator/mpi-operator",
+    ):
         assert name in deps, sorted(deps)
     cmd = deps["kubeflow/training-operator"].spec.template.spec.containers[0].command
     assert cmd.count("--gang-scheduler-name=volcano") == 1, cmd
@@ -77,7 +84,9 @@ def test_site_installs_the_chain_and_proves_it(lab):
     assert args.count("--gang-scheduling=volcano") == 1, args
     # the smoke test ran both gangs with the expected verdicts (the role fails the play otherwise)
     verdicts = [r["verdict"] for r in run.results("gangsched.kubeflow.gang_smoke_test : Fitting gang runs as a whole")]
-    verdicts += [r["verdict"] for r in run.results("gangsched.kubeflow.gang_smoke_test : Oversized gang stays entirely Pending")]
+    verdicts += [
+        r["verdict"] for r in run.results("gangsched.kubeflow.gang_smoke_test : Oversized gang stays entirely Pending")
+    ]
     assert verdicts == ["gang_held_running", "gang_held_pending"], verdicts
 
 
@@ -117,9 +126,9 @@ def test_render_matches_the_cluster_and_applies(lab, tmp_path):
 
 def test_uninstall_puts_the_operators_back(lab):
     deps = _deployments(lab)
-    original = json.loads(
-        deps["kubeflow/training-operator"].metadata.annotations["gangsched.kubeflow/original-argv"]
-    )["training-operator"]
+    original = json.loads(deps["kubeflow/training-operator"].metadata.annotations["gangsched.kubeflow/original-argv"])[
+        "training-operator"
+    ]
     run = playbook(lab, "uninstall")
     assert run.rc == 0, run.failures()
     deps = _deployments(lab)
@@ -129,7 +138,11 @@ def test_uninstall_puts_the_operators_back(lab):
     m = deps["mpi-operator/mpi-operator"].spec.template.spec.containers[0]
     assert not any(a.startswith("--gang-scheduling") for a in m.args), m.args
     rbac = k.RbacAuthorizationV1Api(kube.api(lab))
-    left = [r.metadata.name for r in rbac.list_cluster_role().items if r.metadata.name.startswith("gangsched.kubeflow:") and r.metadata.name.count(":") == 3]
+    left = [
+        r.metadata.name
+        for r in rbac.list_cluster_role().items
+        if r.metadata.name.startswith("gangsched.kubeflow:") and r.metadata.name.count(":") == 3
+    ]
     assert left == [], left
     again = playbook(lab, "uninstall")
     assert again.rc == 0 and again.changed() == [], again.changed()
