@@ -31,10 +31,11 @@ down:
 status:
 	$(PY) -m lab status
 
-lint: venv ## ruff over everything, and ansible-doc must render every module
+lint: venv ## ruff, ansible-doc must render every module, ansible-lint (production profile) over roles and playbooks
 	$(VENV)/bin/ruff check lab tests bench plugins
 	$(VENV)/bin/ruff format --check lab tests bench plugins
 	$(VENV)/bin/python tests/render_docs.py
+	$(VENV)/bin/ansible-lint roles playbooks
 
 bench: build ## prints build/up/memory/disk figures of the lab
 	$(PY) bench/lab_figures.py
