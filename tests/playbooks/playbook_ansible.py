@@ -87,16 +87,6 @@ def kubectl(lab: Lab, *args: str) -> subprocess.CompletedProcess:
 
 def module(lab: Lab, name: str, **args) -> dict:
     """One module of the collection through `ansible localhost -m` (JSON callback)."""
-    cmd = [str(BIN / "ansible"), "localhost", "-m", f"gangsched.kubeflow.{name}"]
-    if args:
-        cmd += ["-a", json.dumps(args)]
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-        "ANSIBLE_LOCALHOST_WARNING": "0",
-        "K8S_AUTH_KUBECONFIG": str(lab.kubeconfig),
-    }
-    p = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
-    return json.loads(p.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    from tests.lab.lab_ansible import run_module
+
+    return run_module(lab, name, args, diff=False)
