@@ -12,11 +12,7 @@ import re
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _gang_rbac, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import (
-    OPERATORS,
-    _record_update,
-    flag_text,
-)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import OPERATORS, _record_update
 
 CONFIG_VOLUME = "gangsched-scheduler-config"
 CONFIG_HASH_ANNOTATION = "gangsched.kubeflow/scheduler-config-hash"
@@ -108,15 +104,6 @@ def operator_gang_patch(
     }
 
 
-def gang_flag(operator: str, scheduler_name: str) -> str:
-    """The operator's gang flag for a scheduler name (``--gang-scheduler-name=volcano`` ...)."""
-    try:
-        spec = OPERATORS[operator]
-    except KeyError:
-        raise AnsibleFilterError(f"operator={operator!r} is not one of {', '.join(OPERATORS)}") from None
-    return flag_text(spec, "true" if spec["boolean"] else scheduler_name)
-
-
 def coscheduling_static_pod(
     pod: dict, image: str, config_path: str, config_text: str, extra_args: list | None = None
 ) -> dict:
@@ -174,7 +161,6 @@ class FilterModule:
             "manifest_filename": manifest_filename,
             "gang_rbac_objects": gang_rbac_objects,
             "operator_gang_patch": operator_gang_patch,
-            "gang_flag": gang_flag,
             "coscheduling_static_pod": coscheduling_static_pod,
             "static_pod_flag": static_pod_flag,
         }
