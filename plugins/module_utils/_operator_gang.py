@@ -174,9 +174,27 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     gang = params["gang_scheduler"]
     what = f"Deployment {ns}/{name}"
 
-    dep = _service.get_deployment(
-        client, ns, name, hint=f": install {spec['label']} first, or set namespace/name to where it runs"
-    )
+    try:
+        dep = _service.get_deployment(
+            client, ns, name, hint=f": install {spec['label']} first, or set namespace/name to where it runs"
+        )
+    except GangError:
+        if gang != "original":
+            raise
+        # an uninstall on a cluster where the operator never ran (or is gone): nothing to put back
+        warn(f"{what} not found: nothing to put back")
+        return {
+            "changed": False,
+            "deployment": f"{ns}/{name}",
+            "container": None,
+            "flag": None,
+            "previous": None,
+            "occurrences_before": 0,
+            "scheduler_name": None,
+            "command": None,
+            "args": None,
+            "_diff": {"before": {}, "after": {}},
+        }
     container = _service.container_of(dep, params.get("container"), spec["container"])
 
     scheduler_name = None

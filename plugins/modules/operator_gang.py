@@ -52,7 +52,8 @@ options:
       - V(none) removes the flag.
       - V(original) puts back the container's command and args as they were before this module first
         changed them (recorded then in the Deployment annotation C(gangsched.kubeflow/original-argv)) and
-        drops the record; with nothing recorded it changes nothing and warns.
+        drops the record; with nothing recorded, or no such Deployment (an uninstall where the operator
+        never ran), it changes nothing and warns.
     type: str
     required: true
     choices: [volcano, scheduler_plugins, none, original]

@@ -222,3 +222,22 @@ def test_shell_wrapped_operator_is_refused(lab, volcano, api, namespace):
     assert res.get("failed") and "through a shell" in res["msg"] and f"{namespace}/op" in res["msg"], res
     after, _ = _container(api, namespace, "op")
     assert after.metadata.generation == before.metadata.generation
+
+
+def test_original_puts_the_argv_back_and_a_missing_deployment_is_nothing_to_restore(lab, volcano, api, namespace):
+    kube.apply(lab, [_operator_like(namespace, "op", command=["/manager", "--enable-scheme=tfjob"])])
+    base = {"operator": "training_operator", "namespace": namespace, "name": "op"}
+    assert run_module(lab, "operator_gang", {**base, "gang_scheduler": "volcano"})["changed"] is True
+    back = run_module(lab, "operator_gang", {**base, "gang_scheduler": "original"})
+    assert back["changed"] is True and back["flag"] is None, back
+    dep, c = _container(api, namespace, "op")
+    assert c.command == ["/manager", "--enable-scheme=tfjob"] and c.args is None
+    assert "gangsched.kubeflow/original-argv" not in (dep.metadata.annotations or {})
+    assert run_module(lab, "operator_gang", {**base, "gang_scheduler": "original"})["changed"] is False
+    # an uninstall where the operator never ran: a warning, no change, no failure
+    gone = run_module(lab, "operator_gang", {**base, "name": "absent-op", "gang_scheduler": "original"})
+    assert gone["changed"] is False and not gone.get("failed"), gone
+    assert any("not found: nothing to put back" in w for w in gone.get("warnings", [])), gone
+    # any other value still needs the Deployment
+    bad = run_module(lab, "operator_gang", {**base, "name": "absent-op", "gang_scheduler": "volcano"})
+    assert bad.get("failed") and f"Deployment {namespace}/absent-op not found" in bad["msg"], bad
