@@ -3,15 +3,32 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test venv build up down status lint bench clean sanity
+.PHONY: demo scheduler-demo collection test venv build up down status lint bench clean sanity molecule
 
-demo: build ## build and start the lab, then show gang vs no gang with the real schedulers
+GANG_SCHEDULER ?= volcano
+SCHEDULER_PLUGINS_MODE ?= second
+
+demo: build collection ## the lab up (4 GPU nodes), site.yml on it (GANG_SCHEDULER=volcano|scheduler_plugins), its report
+	$(PY) -m lab up --reuse
+	ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(VENV)/bin/ansible-playbook -i inventories/lab playbooks/site.yml \
+	  -e gangsched_gang_scheduler=$(GANG_SCHEDULER) -e scheduler_plugins_mode=$(SCHEDULER_PLUGINS_MODE) \
+	  -e gang_smoke_test_control=true
+
+scheduler-demo: build ## the lab alone, no collection: gang vs no gang with the real schedulers
 	$(PY) -m lab gang-demo
 
-test: build ## lint, sanity, unit tests, lab and module tests, then the playbooks on fresh labs (each starts and stops its own lab)
+collection: ## the checkout as the collection gangsched.kubeflow (.collections/ansible_collections/gangsched/kubeflow)
+	mkdir -p .collections/ansible_collections/gangsched
+	ln -sfn ../../.. .collections/ansible_collections/gangsched/kubeflow
+
+test: build ## lint, sanity, unit tests, lab and module tests, the playbooks, then every Molecule scenario (each on a fresh lab)
 	$(MAKE) lint sanity
 	$(PY) -m pytest -q tests/unit tests/lab
 	$(PY) -m pytest -q tests/playbooks
+	$(MAKE) molecule
+
+molecule: build ## every Molecule scenario (extensions/molecule/*): a fresh lab, converge, idempotence, verify, cleanup
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/molecule test --all
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -31,11 +48,11 @@ down:
 status:
 	$(PY) -m lab status
 
-lint: venv ## ruff, ansible-doc must render every module, ansible-lint (production profile) over roles and playbooks
+lint: venv ## ruff, ansible-doc must render every module, ansible-lint (production profile) over roles, playbooks and Molecule scenarios
 	$(VENV)/bin/ruff check lab tests bench plugins
 	$(VENV)/bin/ruff format --check lab tests bench plugins
 	$(VENV)/bin/python tests/render_docs.py
-	$(VENV)/bin/ansible-lint roles playbooks
+	$(VENV)/bin/ansible-lint roles playbooks extensions
 
 bench: build ## prints build/up/memory/disk figures of the lab
 	$(PY) bench/lab_figures.py

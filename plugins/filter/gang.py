@@ -155,6 +155,46 @@ def static_pod_flag(pod: dict, name: str) -> str | None:
     return hits[-1].value if hits else None
 
 
+def report_line(item: dict, kind: str) -> str:
+    """One line of the readable report for an entry of gang_info's result (``device_plugin``,
+    ``scheduler``, ``operator``, ``problem``) or of the fact gang_smoke_test_results (``smoke``)."""
+    if not isinstance(item, dict):
+        raise AnsibleFilterError(f"report_line needs a dict, got {item!r}")
+    g = item.get
+    try:
+        if kind == "device_plugin":
+            return f"device plugin: {g('kind')} {g('namespace')}/{g('name')}, {g('ready')}/{g('desired')} pod(s) ready"
+        if kind == "scheduler":
+            state = "ready" if g("ready") else "NOT ready"
+            profiles = ", ".join(g("gang_profiles") or []) or "none"
+            return (
+                f"gang scheduler: {g('kind')} {g('version') or ''} ({g('mode')} mode, {g('source')} "
+                f"{g('namespace')}/{g('name')}), gang profile(s) {profiles}, {state}"
+            )
+        if kind == "operator":
+            flag = f"--{g('gang_flag')}={g('gang_value')}" if g("gang_value") is not None else "no gang flag"
+            times = f" ({g('flag_occurrences')} times)" if (g("flag_occurrences") or 0) > 1 else ""
+            return f"operator: {g('deployment')} {flag}{times}, {'ready' if g('ready') else 'NOT ready'}"
+        if kind == "smoke":
+            where = ", ".join(f"{k} {v}" for k, v in sorted((g("reports") or {}).items())) or "no report written"
+            mark = "as expected" if g("ok") else f"EXPECTED {g('expected')}"
+            cause = f" ({g('cause')})" if g("cause") and not g("ok") else ""
+            control = g("control") or {}
+            nogang = (
+                f"; the same pods without a gang: {control.get('verdict')} ({len(control.get('bound') or [])} bound)"
+                if control
+                else ""
+            )
+            return f"smoke test: {g('verdict')} {mark}{cause}{nogang}; reports: {where}"
+        if kind == "problem":
+            return f"PROBLEM {g('object')}: {g('message')} Fix: {g('fix')}"
+    except (TypeError, AttributeError) as e:
+        raise AnsibleFilterError(f"report_line: {kind} entry {item!r}: {e}") from e
+    raise AnsibleFilterError(
+        f"report_line: kind={kind!r} is not one of device_plugin, scheduler, operator, smoke, problem"
+    )
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -163,4 +203,5 @@ class FilterModule:
             "operator_gang_patch": operator_gang_patch,
             "coscheduling_static_pod": coscheduling_static_pod,
             "static_pod_flag": static_pod_flag,
+            "report_line": report_line,
         }
