@@ -63,8 +63,8 @@ def playbook(lab: Lab, name: str, *extra: str, check: bool = False, **extra_vars
     if check:
         cmd += ["--check"]
     cmd += ["--diff", *extra]
-    for k, v in extra_vars.items():
-        cmd += ["-e", f"{k}={json.dumps(v) if not isinstance(v, str) else v}"]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]  # JSON keeps the types (lists, negative numbers)
     env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
