@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 
 from ansible.errors import AnsibleFilterError
@@ -163,7 +164,10 @@ def report_line(item: dict, kind: str) -> str:
     g = item.get
     try:
         if kind == "device_plugin":
-            return f"device plugin: {g('kind')} {g('namespace')}/{g('name')}, {g('ready')}/{g('desired')} pod(s) ready"
+            return (
+                f"device plugin: {g('kind')} DaemonSet {g('daemonset')} ({g('image')}), "
+                f"{g('ready')}/{g('desired')} pod(s) ready"
+            )
         if kind == "scheduler":
             state = "ready" if g("ready") else "NOT ready"
             profiles = ", ".join(g("gang_profiles") or []) or "none"
@@ -176,7 +180,8 @@ def report_line(item: dict, kind: str) -> str:
             times = f" ({g('flag_occurrences')} times)" if (g("flag_occurrences") or 0) > 1 else ""
             return f"operator: {g('deployment')} {flag}{times}, {'ready' if g('ready') else 'NOT ready'}"
         if kind == "smoke":
-            where = ", ".join(f"{k} {v}" for k, v in sorted((g("reports") or {}).items())) or "no report written"
+            paths = sorted((g("reports") or {}).items())
+            where = ", ".join(f"{k} {os.path.normpath(v)}" for k, v in paths) or "no report written"
             mark = "as expected" if g("ok") else f"EXPECTED {g('expected')}"
             cause = f" ({g('cause')})" if g("cause") and not g("ok") else ""
             control = g("control") or {}

@@ -10,10 +10,10 @@ from ansible_collections.gangsched.kubeflow.plugins.filter.gang import manifest_
 def test_report_line_for_each_kind():
     assert (
         report_line(
-            {"kind": "nvidia", "namespace": "nvidia-device-plugin", "name": "ndp", "desired": 4, "ready": 3},
+            {"kind": "nvidia", "daemonset": "nvidia-device-plugin/ndp", "image": "i:1", "desired": 4, "ready": 3},
             "device_plugin",
         )
-        == "device plugin: nvidia nvidia-device-plugin/ndp, 3/4 pod(s) ready"
+        == "device plugin: nvidia DaemonSet nvidia-device-plugin/ndp (i:1), 3/4 pod(s) ready"
     )
     line = report_line(
         {
@@ -36,7 +36,7 @@ def test_report_line_for_each_kind():
     )
     assert "(2 times)" in report_line({**op, "gang_value": "volcano", "flag_occurrences": 2}, "operator")
     assert "no gang flag" in report_line({**op, "gang_value": None, "flag_occurrences": 0}, "operator")
-    ok = {"verdict": "gang_held_running", "expected": "running", "ok": True, "reports": {"json": "r/a.json"}}
+    ok = {"verdict": "gang_held_running", "expected": "running", "ok": True, "reports": {"json": "inv/../r/a.json"}}
     assert report_line(ok, "smoke") == "smoke test: gang_held_running as expected; reports: json r/a.json"
     control = {**ok, "verdict": "gang_held_pending", "control": {"verdict": "partial", "bound": ["c-0", "c-1"]}}
     assert "; the same pods without a gang: partial (2 bound);" in report_line(control, "smoke")
