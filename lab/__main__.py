@@ -97,6 +97,11 @@ def _cmd_runner(a) -> int:
     return 0
 
 
+def _cmd_restart(a) -> int:
+    Lab().restart(a.component, a.down_for)
+    return 0
+
+
 def _cmd_gang_demo(a) -> int:
     from .demo import main
 
@@ -136,6 +141,10 @@ def parser() -> argparse.ArgumentParser:
     nr.add_argument("name")
     nsub.add_parser("list")
     n.set_defaults(fn=_cmd_nodes)
+    rs = sub.add_parser("restart", help="stop a component and start it again (fault injection)")
+    rs.add_argument("component")
+    rs.add_argument("--down-for", type=float, default=5.0, help="seconds it stays down (default 5)")
+    rs.set_defaults(fn=_cmd_restart)
     r = sub.add_parser("runner", help="(internal) the pod-process runner")
     r.set_defaults(fn=_cmd_runner)
     g = sub.add_parser("gang-demo", help="gang vs no gang on the lab, with the real schedulers")

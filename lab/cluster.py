@@ -470,6 +470,33 @@ class Lab:
             shutil.rmtree(self.root)
         return stopped
 
+    def restart(self, name: str, down_for: float = 5.0, log=print) -> float:
+        """Stop one component and start it again after ``down_for`` seconds, with the argv and
+        environment it ran with (a control-plane restart, as on a real cluster). Returns the seconds
+        it was unreachable."""
+        if name not in COMPONENTS:
+            raise LabError(f"unknown component {name!r}; one of: {', '.join(COMPONENTS)}")
+        pid = self.pid(name)
+        if not procs.alive(pid):
+            raise LabError(f"{name} is not running; start the lab first: python -m lab up")
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").decode().split("\0")
+        env = dict(
+            kv.split("=", 1)
+            for kv in Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
+            if "=" in kv
+        )
+        t0 = time.monotonic()
+        log(f"stopping {name} (pid {pid}) for {down_for:.1f}s")
+        procs.stop(pid)
+        time.sleep(max(0.0, down_for - (time.monotonic() - t0)))
+        self._start(name, argv, env)
+        if name == "kube-apiserver":
+            self._wait(self._api_ready, name, 60)
+        else:
+            self._wait(lambda: True, name, 5)
+        log(f"{name} is back (pid {self.pid(name)})")
+        return time.monotonic() - t0
+
     def status(self) -> dict:
         out = {}
         for c in COMPONENTS:

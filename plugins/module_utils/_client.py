@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import time
 import traceback
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import (
@@ -65,8 +66,32 @@ def _message_of(body: str) -> str:
         return body or ""
 
 
+RETRY_SECONDS = 30.0
+_RETRY_STATUS = (429, 500, 502, 503, 504)
+_NOT_CONNECTED = ("NewConnectionError", "ConnectTimeoutError")
+
+
+def _refused(exc: BaseException) -> bool:
+    """True when the connection was never made (so the request never reached the server)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ConnectionRefusedError) or type(exc).__name__ in _NOT_CONNECTED:
+            return True
+        exc = getattr(exc, "reason", None) or exc.__cause__ or exc.__context__
+    return False
+
+
+def _transient(method: str, e: ApiError) -> bool:
+    if getattr(e, "refused", False):
+        return True
+    return method == "GET" and (e.status == 0 or e.status in _RETRY_STATUS)
+
+
 class Client:
     """A thin layer over kubernetes.client.ApiClient: JSON in, dicts out, errors as ApiError."""
+
+    retry_for = RETRY_SECONDS
 
     def __init__(self, api_client, server: str = ""):
         self.api = api_client
@@ -101,8 +126,25 @@ class Client:
         content_type: str = "application/json",
         what: str = "",
         timeout: float = 30,
+        retry_for: float | None = None,
     ) -> dict:
-        """One API call. ``what`` names the object for messages, e.g. 'Deployment kubeflow/x'."""
+        """One API call. ``what`` names the object for messages, e.g. 'Deployment kubeflow/x'.
+
+        While the API server cannot be reached (a restart), the call is retried for ``retry_for``
+        seconds (default ``RETRY_SECONDS``): any call whose connection was refused (it never reached
+        the server), and reads also on a broken connection or 429/5xx."""
+        deadline = time.monotonic() + (self.retry_for if retry_for is None else retry_for)
+        delay = 0.2
+        while True:
+            try:
+                return self._request_once(method, path, body, query, content_type, what, timeout)
+            except ApiError as e:
+                if not _transient(method, e) or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(2.0, delay * 2)
+
+    def _request_once(self, method, path, body, query, content_type, what, timeout) -> dict:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -129,14 +171,14 @@ class Client:
                 raise Conflict(f"Conflict on {verb} {obj}: {msg}", 409, msg) from e
             raise ApiError(f"Failed to {verb} {obj}: {msg or e.reason}", e.status or 0, msg) from e
         except Exception as e:  # noqa: BLE001 - urllib3 connection errors and timeouts
-            raise ApiError(
-                f"Failed to reach the Kubernetes API at {self.server} ({method} {path}): {e}", 0, str(e)
-            ) from e
+            err = ApiError(f"Failed to reach the Kubernetes API at {self.server} ({method} {path}): {e}", 0, str(e))
+            err.refused = _refused(e)
+            raise err from e
         data = resp[0].data if isinstance(resp, tuple) else resp.data
         return json.loads(data) if data else {}
 
-    def get(self, path: str, what: str = "", query: dict | None = None) -> dict:
-        return self.request("GET", path, query=query, what=what)
+    def get(self, path: str, what: str = "", query: dict | None = None, retry_for: float | None = None) -> dict:
+        return self.request("GET", path, query=query, what=what, retry_for=retry_for)
 
     def get_or_none(self, path: str, what: str = "") -> dict | None:
         try:

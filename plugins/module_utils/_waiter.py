@@ -28,7 +28,9 @@ class Watcher:
         self.rv: str | None = None  # kept across run() calls: a later call resumes the watch
 
     def _relist(self, on_event) -> tuple[str, bool]:
-        data = self.client.get(self.path, self.what, {k: v for k, v in self.query.items() if v is not None})
+        # no retry inside the call: this loop retries, within its own deadline
+        query = {k: v for k, v in self.query.items() if v is not None}
+        data = self.client.get(self.path, self.what, query, retry_for=0)
         items = {o["metadata"]["name"]: o for o in data.get("items") or []}
         done = False
         for name in list(self.store):

@@ -207,7 +207,7 @@ class FakeClient:
     def __init__(self, lists, streams):
         self.lists, self.streams, self.watch_calls = list(lists), list(streams), []
 
-    def get(self, path, what, query):
+    def get(self, path, what, query, retry_for=None):
         return self.lists.pop(0)
 
     def watch(self, path, timeout, what, **q):

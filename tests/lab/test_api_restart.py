@@ -1,0 +1,147 @@
+"""The API server restarts while a module runs (the lab stops kube-apiserver and starts it again with
+the same flags): operator_gang waiting on a rollout and gang_smoke_test watching its pods reconnect,
+re-list and return the right result; an outage longer than the module's timeout is a clear timeout
+error, not a traceback."""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from kubernetes import client as k
+from lab_ansible import run_module
+
+from lab import kube, nodes
+
+RUN_LABEL = "gangsched.kubeflow/smoke-run"
+
+
+def _held_deployment(ns: str, name: str, hold: str) -> dict:
+    """An operator-shaped Deployment whose pods only schedule onto a node labelled ``hold``: its
+    rollout waits until the test says so."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {"gangsched-test/hold": hold},
+                    "containers": [{"name": name, "image": "example.invalid/operator:1", "command": ["/manager"]}],
+                },
+            },
+        },
+    }
+
+
+@pytest.fixture
+def hold(api):
+    """A label value no node carries yet; release() puts it on the CPU node, and it is removed after."""
+    value = uuid.uuid4().hex[:8]
+    core = k.CoreV1Api(api)
+    labelled: list[str] = []
+
+    def release() -> None:
+        node = next(n for n in core.list_node().items if "nvidia.com/gpu" not in (n.status.capacity or {}))
+        core.patch_node(node.metadata.name, {"metadata": {"labels": {"gangsched-test/hold": value}}})
+        labelled.append(node.metadata.name)
+
+    yield value, release
+    for name in labelled:
+        core.patch_node(name, {"metadata": {"labels": {"gangsched-test/hold": None}}})
+
+
+def _generation_bumped(api, ns, name):
+    dep = k.AppsV1Api(api).read_namespaced_deployment(name, ns)
+    command = dep.spec.template.spec.containers[0].command
+    return dep.metadata.generation > 1 and "--gang-scheduler-name=volcano" in command
+
+
+def test_operator_gang_rollout_wait_survives_an_api_server_restart(volcano, api, namespace, hold):
+    value, release = hold
+    kube.apply(volcano, [_held_deployment(namespace, "op", value)])
+    before = volcano.pid("kube-apiserver")
+    args = {
+        "operator": "training_operator",
+        "namespace": namespace,
+        "name": "op",
+        "gang_scheduler": "volcano",
+        "wait": True,
+        "wait_timeout": 120,
+    }
+    with ThreadPoolExecutor(1) as ex:
+        fut = ex.submit(run_module, volcano, "operator_gang", args)
+        kube.wait_for(lambda: _generation_bumped(api, namespace, "op"), 60, "operator_gang's patch")
+        # the new pod cannot schedule yet, so the module is inside its rollout wait now
+        assert not fut.done()
+        down = volcano.restart("kube-apiserver", down_for=5, log=lambda *_: None)
+        assert volcano.pid("kube-apiserver") != before and down >= 5
+        assert not fut.done(), "the module returned while the rollout could not have completed"
+        release()
+        res = fut.result(timeout=150)
+    assert res.get("failed") is not True, res.get("msg")
+    assert res["changed"] is True and res["flag"] == "--gang-scheduler-name=volcano"
+    dep = k.AppsV1Api(api).read_namespaced_deployment("op", namespace)
+    assert dep.spec.template.spec.containers[0].command == ["/manager", "--gang-scheduler-name=volcano"]
+    assert (dep.status.updated_replicas, dep.status.available_replicas) == (1, 1)
+
+
+def test_outage_longer_than_the_wait_is_a_clear_timeout(volcano, api, namespace, hold):
+    value, _release = hold
+    kube.apply(volcano, [_held_deployment(namespace, "op", value)])
+    args = {
+        "operator": "training_operator",
+        "namespace": namespace,
+        "name": "op",
+        "gang_scheduler": "volcano",
+        "wait": True,
+        "wait_timeout": 3,
+    }
+    with ThreadPoolExecutor(1) as ex:
+        fut = ex.submit(run_module, volcano, "operator_gang", args)
+        kube.wait_for(lambda: _generation_bumped(api, namespace, "op"), 60, "operator_gang's patch")
+        volcano.restart("kube-apiserver", down_for=6, log=lambda *_: None)
+        res = fut.result(timeout=120)
+    assert res.get("failed") is True, res
+    assert res["msg"].startswith("Timed out after 3s waiting for the rollout of Deployment " + f"{namespace}/op"), res
+    assert "API errors meanwhile: Failed to reach the Kubernetes API" in res["msg"], res["msg"]
+    # a failed task with the collection's message, not a module crash (MODULE FAILURE + a traceback)
+    assert "module_stderr" not in res and "Traceback" not in res["_stderr"] + res["msg"], res
+
+
+def test_smoke_test_watch_survives_an_api_server_restart(volcano, api, core, added_nodes):
+    ns = f"smoke-{uuid.uuid4().hex[:6]}"
+    args = {
+        "gang_scheduler": "volcano",
+        "namespace": ns,
+        "replicas": 5,  # 4 GPUs: the gang waits, whole, for a fifth
+        "expect": "running",
+        "timeout": 150,
+        "settle_seconds": 5,
+    }
+    before = volcano.pid("kube-apiserver")
+    with ThreadPoolExecutor(1) as ex:
+        fut = ex.submit(run_module, volcano, "gang_smoke_test", args)
+
+        def five_pending():
+            try:
+                pods = core.list_namespaced_pod(ns, label_selector=RUN_LABEL).items
+            except k.ApiException:
+                return False
+            return len(pods) == 5 and all(p.status.phase == "Pending" for p in pods)
+
+        kube.wait_for(five_pending, 60, "the smoke test's 5 pods")
+        volcano.restart("kube-apiserver", down_for=5, log=lambda *_: None)
+        assert not fut.done()
+        # only after the restart does the gang fit: the verdict needs events the module saw after it
+        added_nodes.append(nodes.add(api, gpus=1))
+        res = fut.result(timeout=200)
+    assert volcano.pid("kube-apiserver") != before
+    assert res.get("failed") is not True, res.get("msg")
+    assert res["verdict"] == "gang_held_running", res
+    assert len(res["gang"]["running"]) == 5 and res["left_behind"] == [], res
+    assert core.list_pod_for_all_namespaces(label_selector=RUN_LABEL).items == []
