@@ -6,6 +6,7 @@ dry-run it), wait, and report. Returns data; raises GangError. Not a public API.
 from __future__ import annotations
 
 import json
+import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _service, _waiter
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError
@@ -40,7 +41,8 @@ OPERATORS = {
     },
 }
 
-CONFLICT_RETRIES = 5
+CONFLICT_RETRIES = 6
+CONFLICT_BACKOFF = 0.2  # seconds before the first re-read; doubles each time
 # The container's command/args as they were before this collection first changed them, as JSON
 # {container: {"command": [...] | null, "args": [...] | null}}; gang_scheduler=original puts them back.
 ORIGINAL_ANNOTATION = "gangsched.kubeflow/original-argv"
@@ -191,6 +193,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
             "previous": None,
             "occurrences_before": 0,
             "scheduler_name": None,
+            "conflicts_retried": 0,
             "command": None,
             "args": None,
             "_diff": {"before": {}, "after": {}},
@@ -236,7 +239,8 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
 
     before = {"container": container["name"], "command": container.get("command"), "args": container.get("args")}
     result = None
-    for _attempt in range(CONFLICT_RETRIES):
+    conflicts = 0
+    for attempt in range(CONFLICT_RETRIES):
         surgery = _surgery(spec, container, value, dep, f"{what} container {container['name']}", gang)
         if not surgery.changed:
             break
@@ -253,6 +257,10 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
             )
             break
         except Conflict:
+            # someone else wrote in between (a user, or the controller's own status update): back off,
+            # re-read and redo the surgery on what is there now, so their change is kept
+            conflicts += 1
+            time.sleep(min(2.0, CONFLICT_BACKOFF * 2**attempt))
             dep = _service.get_deployment(client, ns, name)
             container = _service.container_of(dep, params.get("container"), spec["container"])
     else:
@@ -280,6 +288,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
         "previous": previous_values[-1] if previous_values else None,
         "occurrences_before": len(previous_values),
         "scheduler_name": scheduler_name,
+        "conflicts_retried": conflicts,
         "command": after["command"],
         "args": after["args"],
         "_diff": {"before": before, "after": after},

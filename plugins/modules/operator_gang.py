@@ -136,6 +136,13 @@ occurrences_before:
   returned: always
   type: int
   sample: 2
+conflicts_retried:
+  description:
+    - How many times the guarded write met a concurrent change (HTTP 409) and was redone from a fresh read.
+    - The other writer's change is kept; after 6 conflicts in a row the task fails naming the Deployment.
+  returned: always
+  type: int
+  sample: 0
 scheduler_name:
   description: The scheduler name the flag carries (derived or given); null for O(gang_scheduler=none).
   returned: always
