@@ -5,7 +5,11 @@ its pods to a verdict, optionally the same pods without a gang, clean up always.
 
 from __future__ import annotations
 
+import os
+import select
 import signal
+import stat
+import sys
 import time
 import uuid
 
@@ -21,13 +25,50 @@ JOB_CRDS = {
 }
 PODGROUP_WAIT = 30.0
 
+# what a smoke run may create, removed first when an earlier (interrupted) run left it behind:
+# jobs before their PodGroups and pods, so an operator does not recreate what was just deleted
+RUN_KINDS = (
+    ("PyTorchJob", "/apis/kubeflow.org/v1", "pytorchjobs"),
+    ("TFJob", "/apis/kubeflow.org/v1", "tfjobs"),
+    ("MPIJob", "/apis/kubeflow.org/v2beta1", "mpijobs"),
+    ("PodGroup", "/apis/scheduling.volcano.sh/v1beta1", "podgroups"),
+    ("PodGroup", "/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"),
+    ("Pod", "/api/v1", "pods"),
+)
+
 
 class Interrupted(GangError):
     pass
 
 
 def _on_term(signum, frame):
-    raise Interrupted(f"Interrupted by signal {signum}; the smoke test's objects were removed")
+    # a second signal must not cut the cleanup short
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise Interrupted(
+        f"Interrupted by {signal.Signals(signum).name}: the smoke test stopped and removed its objects "
+        "(any it could not are removed by the next run, or by state=absent)"
+    )
+
+
+def controller_gone(fd: int | None = None) -> bool:
+    """True when our output is a pipe nobody reads any more: the ansible process that started the
+    module was killed (an interrupted ansible-playbook leaves its module running otherwise)."""
+    try:
+        fd = sys.stdout.fileno() if fd is None else fd
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLERR | select.POLLHUP)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def run_absent(client, check_mode: bool) -> dict:
+    """state=absent: remove everything any smoke run left behind, in all namespaces."""
+    removed, left = remove_stale(client, None, None, check_mode)
+    return {"changed": bool(removed), "stale_removed": removed, "left_behind": left}
 
 
 def validate(params: dict) -> dict:
@@ -90,6 +131,53 @@ def expected(params: dict, resources: dict, nodes: list, pods: list) -> tuple[st
     return exp, cap
 
 
+def _stale_selector(keep: str | None) -> str:
+    label = _workloads.RUN_LABEL
+    return label if keep is None else f"{label},{label}!={keep}"
+
+
+def find_stale(client, namespace: str | None, keep: str | None = None) -> list[tuple[str, str]]:
+    """(API path, 'Kind ns/name') of every object labelled by a smoke run other than ``keep``, in
+    ``namespace`` or (None) in all namespaces; namespaces labelled by such a run last (all-namespace scan only)."""
+    sel = _stale_selector(keep)
+    out = []
+    for kind, base, plural in RUN_KINDS:
+        path = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
+        for o in client.list_or_empty(path, what=f"{kind}s labelled {_workloads.RUN_LABEL}", labelSelector=sel):
+            md = o["metadata"]
+            if md.get("deletionTimestamp") and kind != "Pod":
+                continue
+            out.append((f"{base}/namespaces/{md['namespace']}/{plural}/{md['name']}", f"{kind} {md['namespace']}/{md['name']}"))
+    if namespace is None:
+        for o in client.list("/api/v1/namespaces", what="Namespaces", labelSelector=sel):
+            name = o["metadata"]["name"]
+            out.append((f"/api/v1/namespaces/{name}", f"Namespace {name}"))
+    return out
+
+
+def remove_stale(client, namespace: str | None, keep: str | None, check_mode: bool, timeout: float = 120) -> tuple:
+    """Delete what ``find_stale`` finds and wait until its pods (and namespaces) are gone.
+    Returns (what was removed, what is still there after ``timeout``)."""
+    stale = find_stale(client, namespace, keep)
+    if check_mode or not stale:
+        return [w for _, w in stale], []
+    for path, what in stale:
+        if what.startswith("Pod ") and "deletionTimestamp" in (client.get_or_none(path, what) or {}).get("metadata", {}):
+            continue
+        try:
+            client.request("DELETE", path, query={"propagationPolicy": "Background"}, what=what)
+        except NotFound:
+            pass
+    deadline = time.monotonic() + timeout
+    left = [w for _, w in stale]
+    while time.monotonic() < deadline:
+        left = [w for p, w in stale if (w.startswith(("Pod ", "Namespace "))) and client.get_or_none(p, w) is not None]
+        if not left:
+            break
+        time.sleep(0.5)
+    return [w for _, w in stale], left
+
+
 class Run:
     def __init__(self, client, params: dict, run_id: str, clock=time.monotonic):
         self.client, self.params, self.run_id, self.clock = client, params, run_id, clock
@@ -108,6 +196,10 @@ class Run:
 
     def ensure_namespace(self) -> None:
         obj = self.client.get_or_none(f"/api/v1/namespaces/{self.ns}", f"Namespace {self.ns}")
+        labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+        if obj is not None and labels.get(_workloads.RUN_LABEL) not in (None, self.run_id):
+            # created by an earlier run that was interrupted before its cleanup: this run removes it
+            self.created_ns = True
         if obj is not None and (obj.get("status") or {}).get("phase") == "Terminating":
             if not self._wait_namespace_gone(120):
                 raise GangError(f"Namespace {self.ns} is still terminating after 120s; pick another namespace")
@@ -160,6 +252,10 @@ class Run:
             group, version = _service.PODGROUP_API[self.params["gang_scheduler"]]
             pg_path = f"/apis/{group}/{version}/namespaces/{self.ns}/podgroups/{job['metadata']['name']}"
         while self.clock() < deadline:
+            if controller_gone():
+                raise Interrupted(
+                    "Interrupted: the ansible process that ran this smoke test is gone; its objects were removed"
+                )
             # short watch rounds, so a job's PodGroup and the pending settle time are checked between them
             done = w.run(on_event, min(2.0, deadline - self.clock()))
             now = self.clock() - t0
@@ -260,11 +356,22 @@ def one_gang(run: Run, params, resources, sname: str, expect: str, control: bool
 
 
 def run(client, params: dict, check_mode: bool, warn) -> dict:
+    if params.get("state") == "absent":
+        return run_absent(client, check_mode)
     resources = validate(params)
+    run_id = params.get("run_id") or uuid.uuid4().hex[:8]
+    # an earlier run interrupted before its cleanup may hold GPUs here: remove that first
+    stale, stale_left = remove_stale(client, params["namespace"], run_id, check_mode)
+    if stale_left:
+        raise GangError(
+            f"objects of an earlier smoke run in namespace {params['namespace']} are still there after being "
+            f"deleted: {', '.join(stale_left)}; check what holds them (finalizers) and re-run"
+        )
     pf = preflight(client, params)
     exp, cap = expected(params, resources, pf["nodes"], pf["pods"])
     result = {
-        "changed": False,
+        "changed": bool(stale),
+        "stale_removed": stale,
         "expected": exp,
         "workload": params["workload"],
         "gang_scheduler": params["gang_scheduler"],
@@ -286,10 +393,10 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
         return result
 
     params = {**params, "_scheduler_name": pf["scheduler_name"]}
-    run_id = params.get("run_id") or uuid.uuid4().hex[:8]
     r = Run(client, params, run_id)
     result["run_id"] = run_id
     old = signal.signal(signal.SIGTERM, _on_term)
+    old_int = signal.signal(signal.SIGINT, _on_term)
     left: list[str] = []
     try:
         r.ensure_namespace()
@@ -306,6 +413,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
         if params.get("cleanup", True):
             left += r.cleanup()
         signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGINT, old_int)
     result["left_behind"] = left
     want = _verdict.GANG_HELD_RUNNING if exp == "running" else _verdict.GANG_HELD_PENDING
     result["ok"] = result["verdict"] == want

@@ -21,6 +21,9 @@ description:
   - The task fails when the verdict is not the expected one; the returned timeline says why.
   - With O(control=true) the same pods are then run without a gang on the default scheduler, to show
     the partial start gang scheduling prevents (its verdict is returned, not asserted).
+  - A run interrupted before its cleanup (SIGKILL, a cancelled pipeline) leaves labelled objects
+    behind. The next run removes those in its O(namespace) before it measures capacity (RV(stale_removed));
+    O(state=absent) removes them in all namespaces and runs no test. Run one smoke test at a time per namespace.
 author:
   - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
@@ -33,16 +36,25 @@ attributes:
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
-    details: It leaves nothing behind to diff; RV(ignore:changed) is always false.
+    details: >-
+      It leaves nothing behind to diff; RV(ignore:changed) is true only when leftovers of an earlier run
+      were removed (RV(stale_removed)).
   idempotent:
     description: When run twice in a row outside check mode, with the same arguments, the second run reports no change.
     support: full
     details: Each run creates and removes its own objects.
 options:
-  gang_scheduler:
-    description: The gang scheduler to test.
+  state:
+    description:
+      - V(present) runs the test.
+      - V(absent) runs no test and removes every object labelled C(gangsched.kubeflow/smoke-run) in all
+        namespaces (jobs, PodGroups, pods, and namespaces a run created), as left by interrupted runs.
     type: str
-    required: true
+    default: present
+    choices: [present, absent]
+  gang_scheduler:
+    description: The gang scheduler to test. Required with O(state=present).
+    type: str
     choices: [volcano, scheduler_plugins]
   scheduler_name:
     description: The scheduler-plugins profile name; derived from the running scheduler when not set.
@@ -110,6 +122,10 @@ EXAMPLES = r"""
     expect: running
     report_dir: reports/
 
+- name: Remove what interrupted smoke runs left behind, in all namespaces
+  gangsched.kubeflow.gang_smoke_test:
+    state: absent
+
 - name: One member more than the cluster has GPUs must stay entirely Pending, and show the control
   gangsched.kubeflow.gang_smoke_test:
     gang_scheduler: scheduler_plugins
@@ -165,9 +181,17 @@ control:
   returned: when O(control=true)
   type: dict
   sample: {"verdict": "partial", "bound": ["smoke-x-control-0"]}
+stale_removed:
+  description:
+    - Objects of earlier, interrupted runs removed before this run (or, with O(state=absent), by it).
+    - In check mode, what would be removed.
+  returned: always
+  type: list
+  elements: str
+  sample: ["Pod gangsched-smoke/smoke-3f2a9c1d-gang-0"]
 left_behind:
   description: Objects still present after cleanup (should be empty).
-  returned: when the test ran
+  returned: when the test ran, or with O(state=absent)
   type: list
   elements: str
   sample: []
@@ -188,7 +212,8 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke import r
 
 def argument_spec() -> dict:
     return with_auth(
-        gang_scheduler=dict(type="str", required=True, choices=["volcano", "scheduler_plugins"]),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        gang_scheduler=dict(type="str", choices=["volcano", "scheduler_plugins"]),
         scheduler_name=dict(type="str"),
         workload=dict(type="str", default="pods", choices=["pods", "pytorchjob", "tfjob", "mpijob"]),
         replicas=dict(type="int", default=2),
@@ -206,7 +231,11 @@ def argument_spec() -> dict:
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        supports_check_mode=True,
+        required_if=[("state", "present", ["gang_scheduler"])],
+    )
     check_requirements(module)
     try:
         client = Client.from_params(module.params)

@@ -286,3 +286,19 @@ def test_partial_gangs_scan():
     out = _info.partial_gangs(pods, now, threshold=60)
     assert [(g["gang"], g["gpus_held"], g["pending"]) for g in out] == [("a/j1", 2, ["j1-2"])]
     assert _info.partial_gangs(pods, now, threshold=600) == []
+
+
+def test_controller_gone_only_when_nobody_reads_our_pipe(tmp_path):
+    import os
+
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke import controller_gone
+
+    r, w = os.pipe()
+    try:
+        assert controller_gone(w) is False  # the reader is still there
+        os.close(r)
+        assert controller_gone(w) is True  # the process reading our output is gone
+    finally:
+        os.close(w)
+    with open(tmp_path / "out", "w") as f:
+        assert controller_gone(f.fileno()) is False  # not a pipe: never "gone"
