@@ -147,7 +147,8 @@ def find_stale(client, namespace: str | None, keep: str | None = None) -> list[t
             md = o["metadata"]
             if md.get("deletionTimestamp") and kind != "Pod":
                 continue
-            out.append((f"{base}/namespaces/{md['namespace']}/{plural}/{md['name']}", f"{kind} {md['namespace']}/{md['name']}"))
+            ns, name = md["namespace"], md["name"]
+            out.append((f"{base}/namespaces/{ns}/{plural}/{name}", f"{kind} {ns}/{name}"))
     if namespace is None:
         for o in client.list("/api/v1/namespaces", what="Namespaces", labelSelector=sel):
             name = o["metadata"]["name"]
@@ -162,8 +163,10 @@ def remove_stale(client, namespace: str | None, keep: str | None, check_mode: bo
     if check_mode or not stale:
         return [w for _, w in stale], []
     for path, what in stale:
-        if what.startswith("Pod ") and "deletionTimestamp" in (client.get_or_none(path, what) or {}).get("metadata", {}):
-            continue
+        if what.startswith("Pod ") and (client.get_or_none(path, what) or {}).get("metadata", {}).get(
+            "deletionTimestamp"
+        ):
+            continue  # already going
         try:
             client.request("DELETE", path, query={"propagationPolicy": "Background"}, what=what)
         except NotFound:
