@@ -124,6 +124,83 @@ def test_render_matches_the_cluster_and_applies(lab, tmp_path):
     assert again.rc == 0 and again.changed() == [], again.changed()
 
 
+# rights no gang component needs, whatever its install: secrets, RBAC escalation, node deletion, impersonation
+NEVER = [
+    ("list", "", "secrets"),
+    ("create", "rbac.authorization.k8s.io", "clusterrolebindings"),
+    ("escalate", "rbac.authorization.k8s.io", "clusterroles"),
+    ("bind", "rbac.authorization.k8s.io", "clusterroles"),
+    ("impersonate", "", "users"),
+    ("delete", "", "nodes"),
+]
+
+
+def test_least_privilege_audit(lab):
+    """After site.yml: every ServiceAccount of the installed components is bound to no wildcard rule and
+    to none of NEVER (SubjectAccessReview); the collection's own ClusterRoles hold exactly their table's
+    rules, and each of those is allowed."""
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import Client
+
+    api = kube.api(lab)
+    client = Client(api)
+    rbac = k.RbacAuthorizationV1Api(api)
+    namespaces = {"kubeflow", "mpi-operator", "volcano-system", "nvidia-device-plugin"}
+    sas = [
+        (sa.metadata.namespace, sa.metadata.name)
+        for sa in k.CoreV1Api(api).list_service_account_for_all_namespaces().items
+        if sa.metadata.namespace in namespaces and sa.metadata.name != "default"
+    ]
+    assert len(sas) >= 4, sas  # the operators, Volcano's scheduler and controllers, the device plugin
+    roles = {r.metadata.name: r for r in rbac.list_cluster_role().items}
+    bound: dict[tuple[str, str], list] = {sa: [] for sa in sas}
+    bindings = [(b, None) for b in rbac.list_cluster_role_binding().items]
+    bindings += [(b, b.metadata.namespace) for b in rbac.list_role_binding_for_all_namespaces().items]
+    for b, ns in bindings:
+        for s in b.subjects or []:
+            key = (s.namespace, s.name)
+            if s.kind == "ServiceAccount" and key in bound:
+                role = (
+                    roles.get(b.role_ref.name)
+                    if b.role_ref.kind == "ClusterRole"
+                    else rbac.read_namespaced_role(b.role_ref.name, ns)
+                )
+                bound[key].append((b.metadata.name, role))
+    findings = []
+    for (ns, sa), pairs in bound.items():
+        for binding, role in pairs:
+            for rule in (role.rules if role else None) or []:
+                r = {"apiGroups": rule.api_groups or [], "resources": rule.resources or [], "verbs": rule.verbs}
+                if _rbac.has_wildcard(r):
+                    findings.append(f"{ns}/{sa} via {binding}: wildcard rule {r}")
+        for check in NEVER:
+            if _rbac.allowed(client, ns, sa, check):
+                findings.append(f"{ns}/{sa} may {' '.join(check)}")
+    # gang_rbac's ClusterRoles: gangsched.kubeflow:<component>:<namespace>:<serviceaccount>
+    ours = [
+        r
+        for r in roles.values()
+        if (r.metadata.labels or {}).get("app.kubernetes.io/managed-by") == "gangsched.kubeflow"
+        and len(r.metadata.name.split(":")) == 4
+        and r.metadata.name.split(":")[1] in _rbac.COMPONENTS
+    ]
+    assert len(ours) >= 2, "site.yml applied no gang_rbac ClusterRole for the operators"
+    for role in ours:
+        _, component, ns, sa = role.metadata.name.split(":")
+        table = _rbac.required_rules(component, "volcano")
+        got = [{"apiGroups": r.api_groups or [], "resources": r.resources or [], "verbs": r.verbs} for r in role.rules]
+        for r in got:
+            for v in r["verbs"]:
+                for g in r["apiGroups"]:
+                    for res in r["resources"]:
+                        if not _rbac.covers(table, v, g, res):
+                            findings.append(f"ClusterRole {role.metadata.name}: {v} {g}/{res} is outside its table")
+        for check in _rbac.checks(table):
+            if not _rbac.allowed(client, ns, sa, check):
+                findings.append(f"{ns}/{sa} lacks {' '.join(check)} from its table")
+    assert findings == [], "\n".join(findings)
+
+
 def test_uninstall_puts_the_operators_back(lab):
     deps = _deployments(lab)
     original = json.loads(deps["kubeflow/training-operator"].metadata.annotations["gangsched.kubeflow/original-argv"])[
