@@ -11,31 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from kubernetes import client as k
 from lab_ansible import run_module
+from lab_objects import operator_like
 
 from lab import kube, nodes
 
 RUN_LABEL = "gangsched.kubeflow/smoke-run"
-
-
-def _held_deployment(ns: str, name: str, hold: str) -> dict:
-    """An operator-shaped Deployment whose pods only schedule onto a node labelled ``hold``: its
-    rollout waits until the test says so."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "nodeSelector": {"gangsched-test/hold": hold},
-                    "containers": [{"name": name, "image": "example.invalid/operator:1", "command": ["/manager"]}],
-                },
-            },
-        },
-    }
+HOLD = "gangsched-test/hold"  # pods of the held Deployment schedule only onto a node with this label
 
 
 @pytest.fixture
@@ -47,12 +28,23 @@ def hold(api):
 
     def release() -> None:
         node = next(n for n in core.list_node().items if "nvidia.com/gpu" not in (n.status.capacity or {}))
-        core.patch_node(node.metadata.name, {"metadata": {"labels": {"gangsched-test/hold": value}}})
+        core.patch_node(node.metadata.name, {"metadata": {"labels": {HOLD: value}}})
         labelled.append(node.metadata.name)
 
     yield value, release
     for name in labelled:
-        core.patch_node(name, {"metadata": {"labels": {"gangsched-test/hold": None}}})
+        core.patch_node(name, {"metadata": {"labels": {HOLD: None}}})
+
+
+def _operator_gang_args(ns: str, wait_timeout: int) -> dict:
+    return {
+        "operator": "training_operator",
+        "namespace": ns,
+        "name": "op",
+        "gang_scheduler": "volcano",
+        "wait": True,
+        "wait_timeout": wait_timeout,
+    }
 
 
 def _generation_bumped(api, ns, name):
@@ -63,16 +55,9 @@ def _generation_bumped(api, ns, name):
 
 def test_operator_gang_rollout_wait_survives_an_api_server_restart(volcano, api, namespace, hold):
     value, release = hold
-    kube.apply(volcano, [_held_deployment(namespace, "op", value)])
+    kube.apply(volcano, [operator_like(namespace, "op", command=["/manager"], node_selector={HOLD: value})])
     before = volcano.pid("kube-apiserver")
-    args = {
-        "operator": "training_operator",
-        "namespace": namespace,
-        "name": "op",
-        "gang_scheduler": "volcano",
-        "wait": True,
-        "wait_timeout": 120,
-    }
+    args = _operator_gang_args(namespace, wait_timeout=120)
     with ThreadPoolExecutor(1) as ex:
         fut = ex.submit(run_module, volcano, "operator_gang", args)
         kube.wait_for(lambda: _generation_bumped(api, namespace, "op"), 60, "operator_gang's patch")
@@ -92,15 +77,8 @@ def test_operator_gang_rollout_wait_survives_an_api_server_restart(volcano, api,
 
 def test_outage_longer_than_the_wait_is_a_clear_timeout(volcano, api, namespace, hold):
     value, _release = hold
-    kube.apply(volcano, [_held_deployment(namespace, "op", value)])
-    args = {
-        "operator": "training_operator",
-        "namespace": namespace,
-        "name": "op",
-        "gang_scheduler": "volcano",
-        "wait": True,
-        "wait_timeout": 3,
-    }
+    kube.apply(volcano, [operator_like(namespace, "op", command=["/manager"], node_selector={HOLD: value})])
+    args = _operator_gang_args(namespace, wait_timeout=3)
     with ThreadPoolExecutor(1) as ex:
         fut = ex.submit(run_module, volcano, "operator_gang", args)
         kube.wait_for(lambda: _generation_bumped(api, namespace, "op"), 60, "operator_gang's patch")

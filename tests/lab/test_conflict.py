@@ -10,6 +10,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operato
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import Client
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError
 from kubernetes import client as k
+from lab_objects import operator_like
 
 from lab import kube
 
@@ -33,24 +34,6 @@ class InterferingClient(Client):
         except Conflict:
             self.conflicts += 1
             raise
-
-
-def _operator(ns: str) -> dict:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "op", "namespace": ns},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": "op"}},
-            "template": {
-                "metadata": {"labels": {"app": "op"}},
-                "spec": {
-                    "containers": [{"name": "op", "image": "example.invalid/operator:1", "command": ["/manager"]}]
-                },
-            },
-        },
-    }
 
 
 def _params(ns: str) -> dict:
@@ -87,7 +70,7 @@ def other_client(api, namespace):
 
 
 def test_concurrent_edit_is_kept_and_the_flag_set_once(volcano, api, namespace, other_client):
-    kube.apply(volcano, [_operator(namespace)])
+    kube.apply(volcano, [operator_like(namespace, "op", command=["/manager"])])
     client = InterferingClient(api, other_client, times=1)
     res = _operator_gang.run(client, _params(namespace), False, lambda m: None)
     # the first write conflicts with the other edit; a retry may also meet the deployment controller's
@@ -104,7 +87,7 @@ def test_concurrent_edit_is_kept_and_the_flag_set_once(volcano, api, namespace, 
 
 
 def test_a_deployment_that_keeps_changing_fails_clearly_and_unpatched(volcano, api, namespace, other_client):
-    kube.apply(volcano, [_operator(namespace)])
+    kube.apply(volcano, [operator_like(namespace, "op", command=["/manager"])])
     client = InterferingClient(api, other_client, times=1000)
     with pytest.raises(GangError) as e:
         _operator_gang.run(client, _params(namespace), False, lambda m: None)

@@ -10,30 +10,9 @@ import copy
 import pytest
 from kubernetes import client as k
 from lab_ansible import comparable, run_module
+from lab_objects import operator_like
 
 from lab import kube, scenarios
-
-
-def _operator_like(ns: str, name: str, command=None, args=None, containers: int = 1) -> dict:
-    """A Deployment shaped like an operator's; its image is not one the runner runs (KWOK fakes it)."""
-    cs = []
-    for i in range(containers):
-        c = {"name": name if i == 0 else f"sidecar-{i}", "image": "example.invalid/operator:1"}
-        if command is not None and i == 0:
-            c["command"] = command
-        if args is not None and i == 0:
-            c["args"] = args
-        cs.append(c)
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": cs}},
-        },
-    }
 
 
 def _container(api, ns, name, container=None):
@@ -93,7 +72,7 @@ def test_restarted_training_operator_creates_a_volcano_podgroup(training_operato
 
 
 def test_duplicates_and_space_form_collapse_to_one_in_place(lab, api, namespace):
-    dep = _operator_like(
+    dep = operator_like(
         namespace,
         "op",
         command=["/manager", "--gang-scheduler-name", "scheduler-plugins", "--v=2", "-gang-scheduler-name=old"],
@@ -127,7 +106,7 @@ def test_mpi_operator_flag_goes_to_args_and_none_removes_it(lab, volcano, api, n
     kube.apply(
         lab,
         [
-            _operator_like(
+            operator_like(
                 namespace, "mpi-operator", command=["/opt/mpi-operator"], args=["--lock-namespace=mpi-operator"]
             )
         ],
@@ -146,7 +125,7 @@ def test_mpi_operator_flag_goes_to_args_and_none_removes_it(lab, volcano, api, n
 
 def test_seed_scheduler_name_trap_is_fixed_with_the_derived_profile(lab, api, namespace):
     scenarios.install_scheduler_plugins(lab)
-    kube.apply(lab, [_operator_like(namespace, "to", command=["/manager", "--gang-scheduler-name=scheduler-plugins"])])
+    kube.apply(lab, [operator_like(namespace, "to", command=["/manager", "--gang-scheduler-name=scheduler-plugins"])])
     res = run_module(
         lab,
         "operator_gang",
@@ -194,9 +173,9 @@ BAD = [
 
 @pytest.mark.parametrize("case,override,message", BAD, ids=[b[0] for b in BAD])
 def test_bad_input_fails_naming_the_object_and_changes_nothing(lab, volcano, api, namespace, case, override, message):
-    kube.apply(lab, [_operator_like(namespace, "op", command=["/manager", "--v=2"])])
+    kube.apply(lab, [operator_like(namespace, "op", command=["/manager", "--v=2"])])
     if case == "container-missing":
-        kube.apply(lab, [_operator_like(namespace, "op", command=["/manager", "--v=2"], containers=2)])
+        kube.apply(lab, [operator_like(namespace, "op", command=["/manager", "--v=2"], containers=2)])
     before, _ = _container(api, namespace, "op")
     args = {"operator": "training_operator", "gang_scheduler": "volcano", "namespace": namespace, "name": "op"}
     args.update(copy.deepcopy(override))
@@ -212,7 +191,7 @@ def test_bad_input_fails_naming_the_object_and_changes_nothing(lab, volcano, api
 
 
 def test_shell_wrapped_operator_is_refused(lab, volcano, api, namespace):
-    kube.apply(lab, [_operator_like(namespace, "op", command=["/bin/sh", "-c", "/manager --gang-scheduler-name=x"])])
+    kube.apply(lab, [operator_like(namespace, "op", command=["/bin/sh", "-c", "/manager --gang-scheduler-name=x"])])
     before, _ = _container(api, namespace, "op")
     res = run_module(
         lab,
@@ -225,7 +204,7 @@ def test_shell_wrapped_operator_is_refused(lab, volcano, api, namespace):
 
 
 def test_original_puts_the_argv_back_and_a_missing_deployment_is_nothing_to_restore(lab, volcano, api, namespace):
-    kube.apply(lab, [_operator_like(namespace, "op", command=["/manager", "--enable-scheme=tfjob"])])
+    kube.apply(lab, [operator_like(namespace, "op", command=["/manager", "--enable-scheme=tfjob"])])
     base = {"operator": "training_operator", "namespace": namespace, "name": "op"}
     assert run_module(lab, "operator_gang", {**base, "gang_scheduler": "volcano"})["changed"] is True
     back = run_module(lab, "operator_gang", {**base, "gang_scheduler": "original"})

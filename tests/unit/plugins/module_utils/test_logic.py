@@ -302,3 +302,47 @@ def test_controller_gone_only_when_nobody_reads_our_pipe(tmp_path):
         os.close(w)
     with open(tmp_path / "out", "w") as f:
         assert controller_gone(f.fileno()) is False  # not a pipe: never "gone"
+
+
+class StaleClient:
+    """Serves labelled objects per list path; records deletions; deleted objects are gone at once."""
+
+    def __init__(self, objects):
+        self.objects, self.deleted, self.selectors = objects, [], set()
+
+    def list_or_empty(self, path, what="", **q):
+        self.selectors.add(q.get("labelSelector"))
+        return [o for p, o in self.objects.items() if p.rsplit("/", 1)[0] == path]
+
+    list = list_or_empty
+
+    def get_or_none(self, path, what=""):
+        return self.objects.get(path)
+
+    def request(self, method, path, **kw):
+        assert method == "DELETE"
+        self.deleted.append(path)
+        self.objects.pop(path, None)
+
+
+def test_stale_objects_are_found_jobs_first_and_removed():
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _smoke
+
+    def obj(ns, name):
+        return {"metadata": {"namespace": ns, "name": name}}
+
+    objects = {
+        "/api/v1/namespaces/s/pods/p-0": obj("s", "p-0"),
+        "/apis/kubeflow.org/v1/namespaces/s/tfjobs/j": obj("s", "j"),
+        "/apis/scheduling.volcano.sh/v1beta1/namespaces/s/podgroups/g": obj("s", "g"),
+    }
+    client = StaleClient(dict(objects))
+    removed, left = _smoke.remove_stale(client, "s", keep="mine", check_mode=True)
+    assert removed == ["TFJob s/j", "PodGroup s/g", "Pod s/p-0"] and client.deleted == []
+    assert client.selectors == {"gangsched.kubeflow/smoke-run,gangsched.kubeflow/smoke-run!=mine"}
+    removed, left = _smoke.remove_stale(client, "s", keep="mine", check_mode=False)
+    assert left == [] and client.deleted == [
+        "/apis/kubeflow.org/v1/namespaces/s/tfjobs/j",
+        "/apis/scheduling.volcano.sh/v1beta1/namespaces/s/podgroups/g",
+        "/api/v1/namespaces/s/pods/p-0",
+    ]
