@@ -259,6 +259,7 @@ class PodRun:
         self.volumes_refreshed = 0.0
         self.pod_ip = runner.allocate_ip()
         self.last_status: str | None = None
+        self.last_ready: str | None = None
         self.stopping = False
         self.created = now()
 
@@ -525,6 +526,7 @@ class PodRun:
         try:
             self.runner.core.patch_namespaced_pod_status(name, self.ns, {"status": st})
             self.last_status = key
+            self.last_ready = _ready({"status": st})
         except k.ApiException as e:
             if e.status != 404:
                 log(f"status update of {self.ns}/{name} failed: {e.reason}")
@@ -539,6 +541,13 @@ class PodRun:
         for ctr in self.containers:
             ctr.stop(grace)
         log(f"stopped {self.ns}/{self.name}")
+
+
+def _ready(pod: dict) -> str | None:
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return c.get("status")
+    return None
 
 
 def expand(value: str, env: dict) -> str:
@@ -601,6 +610,11 @@ class Runner:
                 self.pods[key] = PodRun(self, pod)
             else:
                 run.pod = pod
+                # someone else rewrote the status (the node lifecycle controller marks pods not ready
+                # after missed heartbeats, e.g. across an apiserver restart): put ours back, as a
+                # kubelet's status sync does
+                if run.last_ready is not None and _ready(pod) != run.last_ready:
+                    run.last_status = None
 
     def _finalise_delete(self, md: dict) -> None:
         try:

@@ -103,3 +103,23 @@ def test_mpi_operator_creates_volcano_podgroup_for_an_mpijob(volcano, api, names
             assert {p.spec.scheduler_name for p in pods} == {"volcano"}
     finally:
         kube.delete(lab, scenarios.mpi_operator()[2:])
+
+
+def test_status_rewritten_by_someone_else_is_put_back(volcano, core):
+    """As a kubelet's status sync does: a run pod marked not ready by another writer (the node
+    lifecycle controller after missed heartbeats, e.g. across an apiserver restart) is ready again."""
+    scenarios.wait_deployment(volcano, VC, "vc-scheduler")
+    pod = next(
+        p for p in core.list_namespaced_pod(VC, label_selector="app=vc-scheduler").items if p.status.phase == "Running"
+    )
+    conditions = [
+        {"type": c.type, "status": "False" if c.type in ("Ready", "ContainersReady") else c.status}
+        for c in pod.status.conditions
+    ]
+    core.patch_namespaced_pod_status(pod.metadata.name, VC, {"status": {"conditions": conditions}})
+
+    def ready() -> bool:
+        p = core.read_namespaced_pod(pod.metadata.name, VC)
+        return any(c.type == "Ready" and c.status == "True" for c in p.status.conditions)
+
+    kube.wait_for(ready, 30, "the runner to put its pod's Ready condition back")
