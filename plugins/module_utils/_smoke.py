@@ -25,17 +25,6 @@ JOB_CRDS = {
 }
 PODGROUP_WAIT = 30.0
 
-# what a smoke run may create, removed first when an earlier (interrupted) run left it behind:
-# jobs before their PodGroups and pods, so an operator does not recreate what was just deleted
-RUN_KINDS = (
-    ("PyTorchJob", "/apis/kubeflow.org/v1", "pytorchjobs"),
-    ("TFJob", "/apis/kubeflow.org/v1", "tfjobs"),
-    ("MPIJob", "/apis/kubeflow.org/v2beta1", "mpijobs"),
-    ("PodGroup", "/apis/scheduling.volcano.sh/v1beta1", "podgroups"),
-    ("PodGroup", "/apis/scheduling.x-k8s.io/v1alpha1", "podgroups"),
-    ("Pod", "/api/v1", "pods"),
-)
-
 
 class Interrupted(GangError):
     pass
@@ -136,23 +125,26 @@ def _stale_selector(keep: str | None) -> str:
     return label if keep is None else f"{label},{label}!={keep}"
 
 
-def find_stale(client, namespace: str | None, keep: str | None = None) -> list[tuple[str, str]]:
-    """(API path, 'Kind ns/name') of every object labelled by a smoke run other than ``keep``, in
-    ``namespace`` or (None) in all namespaces; namespaces labelled by such a run last (all-namespace scan only)."""
+def find_stale(client, namespace: str | None, keep: str | None = None) -> list[tuple[str, str, bool]]:
+    """(API path, 'Kind ns/name', already being deleted) of every object labelled by a smoke run other
+    than ``keep``, in ``namespace`` or (None) in all namespaces; namespaces labelled by such a run last
+    (all-namespace scan only). Objects already being deleted count only when they are pods (their GPUs
+    are free only once they are gone)."""
     sel = _stale_selector(keep)
     out = []
-    for kind, base, plural in RUN_KINDS:
-        path = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
+    for kind, api_version in _workloads.RUN_KINDS:
+        path = _workloads.kind_path(kind, api_version, namespace)
         for o in client.list_or_empty(path, what=f"{kind}s labelled {_workloads.RUN_LABEL}", labelSelector=sel):
             md = o["metadata"]
-            if md.get("deletionTimestamp") and kind != "Pod":
+            going = bool(md.get("deletionTimestamp"))
+            if going and kind != "Pod":
                 continue
             ns, name = md["namespace"], md["name"]
-            out.append((f"{base}/namespaces/{ns}/{plural}/{name}", f"{kind} {ns}/{name}"))
+            out.append((f"{_workloads.kind_path(kind, api_version, ns)}/{name}", f"{kind} {ns}/{name}", going))
     if namespace is None:
         for o in client.list("/api/v1/namespaces", what="Namespaces", labelSelector=sel):
             name = o["metadata"]["name"]
-            out.append((f"/api/v1/namespaces/{name}", f"Namespace {name}"))
+            out.append((f"/api/v1/namespaces/{name}", f"Namespace {name}", False))
     return out
 
 
@@ -160,25 +152,24 @@ def remove_stale(client, namespace: str | None, keep: str | None, check_mode: bo
     """Delete what ``find_stale`` finds and wait until its pods (and namespaces) are gone.
     Returns (what was removed, what is still there after ``timeout``)."""
     stale = find_stale(client, namespace, keep)
+    removed = [w for _, w, _ in stale]
     if check_mode or not stale:
-        return [w for _, w in stale], []
-    for path, what in stale:
-        if what.startswith("Pod ") and (client.get_or_none(path, what) or {}).get("metadata", {}).get(
-            "deletionTimestamp"
-        ):
-            continue  # already going
+        return removed, []
+    for path, what, going in stale:
+        if going:
+            continue
         try:
             client.request("DELETE", path, query={"propagationPolicy": "Background"}, what=what)
         except NotFound:
             pass
     deadline = time.monotonic() + timeout
-    left = [w for _, w in stale]
+    left = removed
     while time.monotonic() < deadline:
-        left = [w for p, w in stale if (w.startswith(("Pod ", "Namespace "))) and client.get_or_none(p, w) is not None]
+        left = [w for p, w, _ in stale if w.startswith(("Pod ", "Namespace ")) and client.get_or_none(p, w) is not None]
         if not left:
             break
         time.sleep(0.5)
-    return [w for _, w in stale], left
+    return removed, left
 
 
 class Run:

@@ -11,6 +11,16 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._service import
 RUN_LABEL = "gangsched.kubeflow/smoke-run"
 IMAGE = "registry.k8s.io/pause:3.10"
 
+JOB_API = {"PyTorchJob": "kubeflow.org/v1", "TFJob": "kubeflow.org/v1", "MPIJob": "kubeflow.org/v2beta1"}
+PLURALS = {"Pod": "pods", "PodGroup": "podgroups", "PyTorchJob": "pytorchjobs", "TFJob": "tfjobs", "MPIJob": "mpijobs"}
+# (kind, apiVersion) of everything a smoke run may create: jobs before their PodGroups and pods, so
+# an operator does not recreate what was just deleted
+RUN_KINDS = (
+    *JOB_API.items(),
+    *(("PodGroup", f"{group}/{version}") for group, version in PODGROUP_API.values()),
+    ("Pod", "v1"),
+)
+
 
 def _container(name: str, resources: dict) -> dict:
     return {
@@ -77,7 +87,7 @@ def kubeflow_job(kind: str, ns: str, name: str, run_id: str, replicas: int, reso
             "Worker": _replica(replicas - 1, "pytorch", resources, labels),
         }
         body = {"runPolicy": policy, "pytorchReplicaSpecs": specs}
-        api, k = "kubeflow.org/v1", "PyTorchJob"
+        k = "PyTorchJob"
         if replicas == 1:
             specs.pop("Worker")
     elif kind == "tfjob":
@@ -88,7 +98,7 @@ def kubeflow_job(kind: str, ns: str, name: str, run_id: str, replicas: int, reso
         if replicas == 1:
             specs.pop("Worker")
         body = {"runPolicy": policy, "tfReplicaSpecs": specs}
-        api, k = "kubeflow.org/v1", "TFJob"
+        k = "TFJob"
     else:  # mpijob (v2beta1): the workers are the gang; the launcher waits for them
         body = {
             "slotsPerWorker": 1,
@@ -98,25 +108,31 @@ def kubeflow_job(kind: str, ns: str, name: str, run_id: str, replicas: int, reso
                 "Worker": _replica(replicas, "worker", resources, labels),
             },
         }
-        api, k = "kubeflow.org/v2beta1", "MPIJob"
+        k = "MPIJob"
         sel = f"gangsched.kubeflow/gang={name},training.kubeflow.org/job-role=worker"
         return [
-            {"apiVersion": api, "kind": k, "metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": body}
+            {
+                "apiVersion": JOB_API[k],
+                "kind": k,
+                "metadata": {"name": name, "namespace": ns, "labels": labels},
+                "spec": body,
+            }
         ], sel
-    doc = {"apiVersion": api, "kind": k, "metadata": {"name": name, "namespace": ns, "labels": labels}, "spec": body}
+    doc = {
+        "apiVersion": JOB_API[k],
+        "kind": k,
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": body,
+    }
     return [doc], f"gangsched.kubeflow/gang={name}"
+
+
+def kind_path(kind: str, api_version: str, ns: str | None = None) -> str:
+    """The collection URL of a kind, in namespace ``ns`` or (None) in all namespaces."""
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    return f"{base}{f'/namespaces/{ns}' if ns else ''}/{PLURALS[kind]}"
 
 
 def collection_path(doc: dict) -> str:
     """The namespaced collection URL of an object."""
-    ns = doc["metadata"]["namespace"]
-    group_version = doc["apiVersion"]
-    plural = {
-        "Pod": "pods",
-        "PodGroup": "podgroups",
-        "PyTorchJob": "pytorchjobs",
-        "TFJob": "tfjobs",
-        "MPIJob": "mpijobs",
-    }[doc["kind"]]
-    base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-    return f"{base}/namespaces/{ns}/{plural}"
+    return kind_path(doc["kind"], doc["apiVersion"], doc["metadata"]["namespace"])
