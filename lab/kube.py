@@ -6,6 +6,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import yaml
 from kubernetes import client as k
@@ -162,3 +163,22 @@ class PodWatcher:
     def snapshot(self) -> PodObservation:
         with self._lock:
             return PodObservation(list(self.obs.events), {k_: dict(v) for k_, v in self.obs.latest.items()})
+
+
+def service_account_kubeconfig(lab: Lab, ns: str, sa: str, path: Path, seconds: int = 3600) -> str:
+    """Create ServiceAccount ns/sa and write a kubeconfig of a token of it to ``path``; returns the token."""
+    core = k.CoreV1Api(api(lab))
+    core.create_namespaced_service_account(ns, {"metadata": {"name": sa}})
+    token = core.create_namespaced_service_account_token(sa, ns, {"spec": {"expirationSeconds": seconds}}).status.token
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "lab", "cluster": {"server": lab.api_url(), "certificate-authority": str(lab.pki / "ca.crt")}}
+        ],
+        "users": [{"name": sa, "user": {"token": token}}],
+        "contexts": [{"name": sa, "context": {"cluster": "lab", "user": sa}}],
+        "current-context": sa,
+    }
+    path.write_text(yaml.safe_dump(config))
+    return token

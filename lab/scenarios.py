@@ -661,3 +661,34 @@ def mpijob(ns: str, name: str, workers: int, gpus: int = 1) -> dict:
             },
         },
     }
+
+
+def tfjob(ns: str, name: str, workers: int, worker_gpus: int = 1, ps_gpus: int = 0) -> dict:
+    """A TFJob of 1 PS and ``workers`` Workers, as in the seed guides: the workers take GPUs, the PS
+    (by default) only CPU."""
+
+    def replica(n: int, res: dict) -> dict:
+        return {
+            "replicas": n,
+            "restartPolicy": "OnFailure",
+            "template": {
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {"name": "tensorflow", "image": "tensorflow/tensorflow:2.15.0", "resources": {"limits": res}}
+                    ],
+                }
+            },
+        }
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "tfReplicaSpecs": {
+                "PS": replica(1, {"nvidia.com/gpu": str(ps_gpus)} if ps_gpus else {"cpu": "1"}),
+                "Worker": replica(workers, {"nvidia.com/gpu": str(worker_gpus)}),
+            }
+        },
+    }

@@ -189,12 +189,14 @@ def sa_user(ns: str, name: str) -> tuple[str, list[str]]:
     ]
 
 
-def allowed(client, ns: str, sa: str, c: tuple[str, str, str]) -> bool:
-    """SubjectAccessReview (cluster-wide) of one check as the ServiceAccount."""
+def allowed(client, ns: str, sa: str, c: tuple[str, str, str], namespace: str | None = None) -> bool:
+    """SubjectAccessReview of one check as the ServiceAccount: cluster-wide, or in ``namespace``."""
     user, groups = sa_user(ns, sa)
     verb, group, resource = c
     res, _, sub = resource.partition("/")
     attrs = {"verb": verb, "group": group, "resource": res}
+    if namespace:
+        attrs["namespace"] = namespace
     if sub:
         attrs["subresource"] = sub
     review = client.request(

@@ -13,7 +13,7 @@ import sys
 import time
 import uuid
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _service, _verdict, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _rbac, _service, _verdict, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import derive_scheduler_name
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher
@@ -263,15 +263,22 @@ class Run:
                     if gang.all_present_at is None:
                         gang.all_present_at = now  # the operator holds the pods back until the gang fits
                 elif now > PODGROUP_WAIT or done:
-                    raise _NoPodGroup(
-                        f"no PodGroup was created for {job['kind']} {self.ns}/{job['metadata']['name']} in "
-                        f"{PODGROUP_WAIT:.0f}s: check the operator's gang flag (gangsched.kubeflow.operator_gang) and "
-                        "its rights on podgroups (gangsched.kubeflow.gang_rbac)"
-                    )
+                    raise _NoPodGroup(self._no_podgroup(job))
             v = gang.verdict(now, settle, expect)
             if v:
                 return v
         return gang.final(self.clock() - t0, settle)
+
+    def _no_podgroup(self, job: dict) -> str:
+        """Why the operator made no PodGroup: the first create it may not do, asked of the API server as
+        its ServiceAccount; else the flag or the rights to check."""
+        what = f"{job['kind']} {self.ns}/{job['metadata']['name']}"
+        generic = (
+            f"no PodGroup was created for {what} in {PODGROUP_WAIT:.0f}s: check the operator's gang flag "
+            "(gangsched.kubeflow.operator_gang) and its rights on podgroups (gangsched.kubeflow.gang_rbac)"
+        )
+        denied = forbidden_podgroup_create(self.client, self.params["workload"], self.params["gang_scheduler"], self.ns)
+        return f"no PodGroup was created for {what}: {denied}" if denied else generic
 
     def cleanup(self, timeout: float = 60, namespace: bool = True) -> list[str]:
         """Delete everything labelled with this run; returns what is left (should be nothing)."""
@@ -309,6 +316,28 @@ class Run:
 
 class _NoPodGroup(GangError):
     pass
+
+
+def forbidden_podgroup_create(client, workload: str, gang_scheduler: str, ns: str) -> str | None:
+    """The forbidden call, named, when the workload's operator may not create PodGroups in ``ns``
+    (a SubjectAccessReview as its ServiceAccount); None when it may, or when that cannot be asked."""
+    operator = JOB_CRDS[workload][1].replace("-", "_")
+    group = _service.PODGROUP_API[gang_scheduler][0]
+    try:
+        found = [o for o in _service.find_operators(client) if o["operator"] == operator]
+        for o in found:
+            dep = o["deployment"]
+            dns = dep["metadata"]["namespace"]
+            sa = dep["spec"]["template"]["spec"].get("serviceAccountName") or "default"
+            if not _rbac.allowed(client, dns, sa, ("create", group, "podgroups"), namespace=ns):
+                return (
+                    f"Forbidden: ServiceAccount {dns}/{sa} of Deployment {dns}/{dep['metadata']['name']} may not "
+                    f"create {group}/podgroups in namespace {ns}; grant it with gangsched.kubeflow.gang_rbac "
+                    f"(component={operator}, gang_scheduler={gang_scheduler})"
+                )
+    except ApiError:
+        return None  # not allowed to look: the caller gives the general advice
+    return None
 
 
 def one_gang(run: Run, params, resources, sname: str, expect: str, control: bool) -> dict:

@@ -20,26 +20,8 @@ def checker(lab, api, tmp_path_factory):
     """A kubeconfig file of the checker ServiceAccount (bound to exactly the documented ClusterRole)."""
     role = yaml.safe_load(RBAC_DOC.read_text())
     core, rbac = k.CoreV1Api(api), k.RbacAuthorizationV1Api(api)
-    core.create_namespaced_service_account(NS, {"metadata": {"name": SA}})
-    token = core.create_namespaced_service_account_token(SA, NS, {"spec": {"expirationSeconds": 3600}}).status.token
     kubeconfig = tmp_path_factory.mktemp("checker") / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {
-                        "name": "lab",
-                        "cluster": {"server": lab.api_url(), "certificate-authority": str(lab.pki / "ca.crt")},
-                    }
-                ],
-                "users": [{"name": SA, "user": {"token": token}}],
-                "contexts": [{"name": "checker", "context": {"cluster": "lab", "user": SA}}],
-                "current-context": "checker",
-            }
-        )
-    )
+    token = kube.service_account_kubeconfig(lab, NS, SA, kubeconfig)
     binding = {
         "metadata": {"name": "gangsched-checker"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},

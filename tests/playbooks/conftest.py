@@ -20,3 +20,31 @@ def lab():
     the_lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, log=lambda *_: None)
     yield the_lab
     the_lab.down(log=lambda *_: None)
+
+
+@pytest.fixture
+def pool(lab):
+    """The lab's GPU nodes, to cordon and add to; put back as they were afterwards."""
+    from seeds import Pool
+
+    p = Pool(lab)
+    yield p
+    p.restore()
+
+
+@pytest.fixture
+def jobs(lab):
+    """A namespace of its own and a watch on the Kubeflow job pods in it; removed afterwards."""
+    import uuid
+
+    from kubernetes import client as k
+    from seeds import Jobs
+
+    from lab import kube
+
+    core = k.CoreV1Api(kube.api(lab))
+    ns = f"e2e-{uuid.uuid4().hex[:6]}"
+    kube.ensure_namespace(core, ns)
+    with Jobs(lab, ns) as j:
+        yield j
+    kube.delete_namespace(core, ns, timeout=120)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import seeds
 from kubernetes import client as k
 from playbook_ansible import kubectl, module, playbook
 
@@ -102,6 +103,69 @@ def test_gang_info_sees_no_problem(lab):
     assert res["problems"] == [], res["problems"]
     ops = {o["operator"]: o for o in res["operators"]}
     assert ops["training_operator"]["scheduler"] == "volcano" if "scheduler" in ops["training_operator"] else True
+
+
+# ---- the seed guides end to end (tests/playbooks/seeds.py), on the chain site.yml installed ----------
+class TestWithoutGang:
+    """training-operator without its gang flag (operator_gang gang_scheduler=none), as before the
+    collection: the stock scheduler starts whatever fits. The flag is put back afterwards."""
+
+    @pytest.fixture(scope="class", autouse=True)
+    def gangless(self, lab):
+        off = module(lab, "operator_gang", operator="training_operator", gang_scheduler="none", wait=True)
+        assert off["changed"] is True and off.get("failed") is not True, off
+        yield
+        on = module(lab, "operator_gang", operator="training_operator", gang_scheduler="volcano", wait=True)
+        assert on["changed"] is True and on["scheduler_name"] == "volcano", on
+
+    def test_seed003_tfjob_starts_partly(self, jobs, pool):
+        seeds.check_seed003_without_gang(jobs, pool)
+
+    def test_seed004_second_job_starts_partly_and_gang_info_reports_it(self, lab, jobs):
+        seeds.check_seed004_without_gang(jobs, lab)
+
+    def test_two_jobs_deadlock_and_gang_info_reports_both(self, lab, jobs, pool):
+        seeds.check_deadlock_without_gang(jobs, pool, lab)
+
+
+def test_seed003_tfjob_gang_all_pending_then_all_running(jobs, pool):
+    seeds.check_seed003_gang(jobs, pool, "volcano")
+
+
+def test_seed004_second_gang_waits_whole_until_the_first_is_gone(jobs):
+    seeds.check_seed004_gang(jobs, "volcano")
+
+
+def test_seed000_mpijob_of_n_where_n_minus_2_fit_stays_pending(jobs):
+    seeds.check_seed000_mpijob(jobs, "volcano")
+
+
+def test_deadlocking_jobs_under_gang_run_one_after_the_other(jobs):
+    seeds.check_deadlock_gang(jobs, "volcano")
+
+
+def test_member_deleted_under_load_regangs(lab, jobs):
+    seeds.check_member_deleted_under_load(jobs, "volcano", lab)
+
+
+def test_operator_without_podgroup_rights_named_then_fixed_by_gang_rbac(lab):
+    """The seeds' troubleshooting case: training-operator's PodGroup rights taken away (gang_rbac
+    state=absent). The smoke test's verdict names the forbidden call; operators.yml (gang_rbac) gives
+    the rights back and the same smoke test passes. No wildcard rule is left anywhere."""
+    smoke = {"gang_scheduler": "volcano", "workload": "tfjob", "replicas": 3, "expect": "running", "timeout": 90}
+    gone = module(lab, "gang_rbac", component="training_operator", gang_scheduler="volcano", state="absent")
+    assert gone["changed"] is True and "create scheduling.volcano.sh/podgroups" in gone["missing_after"], gone
+    failed = module(lab, "gang_smoke_test", **smoke)
+    assert failed.get("failed") is True and failed["verdict"] == "error", failed
+    assert "Forbidden: ServiceAccount kubeflow/training-operator" in failed["cause"], failed["cause"]
+    assert "create scheduling.volcano.sh/podgroups" in failed["cause"], failed["cause"]
+    assert failed["left_behind"] == [], failed
+    run = playbook(lab, "operators")
+    assert run.rc == 0, run.failures()
+    assert any("PodGroup rights" in c for c in run.changed()), run.changed()
+    passed = module(lab, "gang_smoke_test", **smoke)
+    assert passed.get("failed") is not True and passed["verdict"] == "gang_held_running", passed
+    assert seeds.wildcard_rules(lab) == []
 
 
 def test_render_matches_the_cluster_and_applies(lab, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _info, _rbac, _service, _waiter
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import derive_scheduler_name
 
 
@@ -346,3 +346,54 @@ def test_stale_objects_are_found_jobs_first_and_removed():
         "/apis/scheduling.volcano.sh/v1beta1/namespaces/s/podgroups/g",
         "/api/v1/namespaces/s/pods/p-0",
     ]
+
+
+class ReviewClient:
+    """One training-operator Deployment; SubjectAccessReviews answered from a set of allowed calls, or
+    refused (the caller may not ask)."""
+
+    def __init__(self, allowed=frozenset(), may_ask=True):
+        self.allowed, self.may_ask, self.reviews = allowed, may_ask, []
+
+    def list(self, path, what=""):
+        dep = {
+            "metadata": {"namespace": "kubeflow", "name": "training-operator"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "serviceAccountName": "training-operator",
+                        "containers": [{"name": "m", "image": "kubeflow/training-operator:v1-855e096"}],
+                    }
+                }
+            },
+        }
+        return [dep]
+
+    def request(self, method, path, body=None, what=""):
+        if not self.may_ask:
+            raise Forbidden(f"Forbidden to create {what}", 403)
+        spec = body["spec"]
+        a = spec["resourceAttributes"]
+        self.reviews.append((spec["user"], a["verb"], a["group"], a["resource"], a.get("namespace")))
+        return {"status": {"allowed": (a["verb"], a["group"], a["resource"]) in self.allowed}}
+
+
+def test_forbidden_podgroup_create_names_the_call_and_the_service_account():
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _smoke
+
+    client = ReviewClient()
+    msg = _smoke.forbidden_podgroup_create(client, "tfjob", "volcano", "smoke")
+    assert msg.startswith("Forbidden: ServiceAccount kubeflow/training-operator of Deployment kubeflow/")
+    assert "may not create scheduling.volcano.sh/podgroups in namespace smoke" in msg
+    assert "gangsched.kubeflow.gang_rbac (component=training_operator, gang_scheduler=volcano)" in msg
+    assert client.reviews == [
+        ("system:serviceaccount:kubeflow:training-operator", "create", "scheduling.volcano.sh", "podgroups", "smoke")
+    ]
+    # allowed: nothing to name; the other scheduler's API group is the one asked about
+    ok = ReviewClient(allowed={("create", "scheduling.x-k8s.io", "podgroups")})
+    assert _smoke.forbidden_podgroup_create(ok, "pytorchjob", "scheduler_plugins", "smoke") is None
+    # an MPIJob's operator is mpi-operator: no such Deployment here, nothing asked
+    none = ReviewClient()
+    assert _smoke.forbidden_podgroup_create(none, "mpijob", "volcano", "smoke") is None and none.reviews == []
+    # a caller without the right to ask gets None (the verdict then gives the general advice)
+    assert _smoke.forbidden_podgroup_create(ReviewClient(may_ask=False), "tfjob", "volcano", "smoke") is None
