@@ -54,8 +54,9 @@ lint: venv ## ruff, ansible-doc must render every module, ansible-lint (producti
 	$(VENV)/bin/python tests/render_docs.py
 	$(VENV)/bin/ansible-lint roles playbooks extensions
 
-bench: build ## prints build/up/memory/disk figures of the lab
+bench: build collection ## prints the lab's figures, then the collection's (site.yml, smoke test, gang_info at 1,000 nodes)
 	$(PY) bench/lab_figures.py
+	$(PY) bench/gang_figures.py
 
 clean: down
 	rm -rf .lab

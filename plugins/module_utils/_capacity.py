@@ -22,6 +22,45 @@ def quantity(value) -> float:
     return float(s)
 
 
+def _pick(d: dict | None, keys) -> dict:
+    return {k: d[k] for k in keys if d and k in d}
+
+
+def slim_pod(pod: dict) -> dict:
+    """What the capacity and gang maths read of a pod (names, labels, gang annotations, times, node,
+    resources, phase): a cluster-wide scan keeps this, not managedFields, volumes, env or statuses."""
+    md, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    meta = _pick(md, ("name", "namespace", "labels", "creationTimestamp", "deletionTimestamp", "ownerReferences"))
+    ann = {k: v for k, v in (md.get("annotations") or {}).items() if k.startswith("scheduling.")}
+    if ann:
+        meta["annotations"] = ann
+    return {
+        "metadata": meta,
+        "spec": {
+            **_pick(spec, ("nodeName", "schedulerName")),
+            **{
+                key: [_pick(c, ("name", "resources")) for c in spec[key]]
+                for key in ("containers", "initContainers")
+                if spec.get(key)
+            },
+        },
+        "status": _pick(pod.get("status"), ("phase",)),
+    }
+
+
+def slim_node(node: dict) -> dict:
+    """What the capacity maths read of a node: its name, schedulability, capacity and conditions."""
+    st = node.get("status") or {}
+    return {
+        "metadata": _pick(node.get("metadata"), ("name", "labels")),
+        "spec": _pick(node.get("spec"), ("unschedulable", "taints")),
+        "status": {
+            **_pick(st, ("capacity", "allocatable")),
+            "conditions": [_pick(c, ("type", "status")) for c in st.get("conditions") or []],
+        },
+    }
+
+
 def pod_request(pod: dict, resource: str = GPU) -> float:
     """Effective request of one resource: max(sum over containers, max over init containers);
     an extended resource's limit counts as its request."""

@@ -6,6 +6,7 @@ options, K8S_AUTH_* environment fallbacks, kubeconfig/context handling); request
 
 from __future__ import annotations
 
+import codecs
 import copy
 import json
 import os
@@ -82,6 +83,46 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
+def stream_items(chunks, keep=None) -> list:
+    """The items of a JSON list response, decoded one at a time as its body arrives (``chunks``: an
+    iterable of bytes) and each passed through ``keep``, so that only what ``keep`` returns stays in
+    memory, never the whole body. The API server writes a list's ``items`` last, after its metadata."""
+    keep = keep or (lambda o: o)
+    dec = json.JSONDecoder()
+    utf8 = codecs.getincrementaldecoder("utf-8")()
+    chunks = iter(chunks)
+    buf, pos, items = "", 0, []
+
+    def read() -> bool:
+        nonlocal buf, pos
+        for data in chunks:
+            buf, pos = buf[pos:] + utf8.decode(data), 0
+            return True
+        return False
+
+    while buf.find('"items":[') < 0:
+        if not read():
+            return [keep(o) for o in json.loads(buf).get("items") or []]  # an empty list's items: null
+    pos = buf.find('"items":[') + len('"items":[')
+    while True:
+        while True:
+            while pos < len(buf) and buf[pos] in " \t\r\n,":
+                pos += 1
+            if pos < len(buf) or not read():
+                break
+        if pos >= len(buf):
+            raise ValueError("the list ended inside its items")
+        if buf[pos] == "]":
+            return items
+        try:
+            obj, pos = dec.raw_decode(buf, pos)
+        except json.JSONDecodeError:
+            if not read():
+                raise
+            continue
+        items.append(keep(obj))
+
+
 def _transient(method: str, e: ApiError) -> bool:
     if getattr(e, "refused", False):
         return True
@@ -127,24 +168,26 @@ class Client:
         what: str = "",
         timeout: float = 30,
         retry_for: float | None = None,
+        decode=None,
     ) -> dict:
         """One API call. ``what`` names the object for messages, e.g. 'Deployment kubeflow/x'.
 
         While the API server cannot be reached (a restart), the call is retried for ``retry_for``
         seconds (default ``RETRY_SECONDS``): any call whose connection was refused (it never reached
-        the server), and reads also on a broken connection or 429/5xx."""
+        the server), and reads also on a broken connection or 429/5xx. ``decode`` reads the
+        response instead of the default (the whole body as one JSON document)."""
         deadline = time.monotonic() + (self.retry_for if retry_for is None else retry_for)
         delay = 0.2
         while True:
             try:
-                return self._request_once(method, path, body, query, content_type, what, timeout)
+                return self._request_once(method, path, body, query, content_type, what, timeout, decode)
             except ApiError as e:
                 if not _transient(method, e) or time.monotonic() + delay > deadline:
                     raise
             time.sleep(delay)
             delay = min(2.0, delay * 2)
 
-    def _request_once(self, method, path, body, query, content_type, what, timeout) -> dict:
+    def _request_once(self, method, path, body, query, content_type, what, timeout, decode=None) -> dict:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -174,8 +217,15 @@ class Client:
             err = ApiError(f"Failed to reach the Kubernetes API at {self.server} ({method} {path}): {e}", 0, str(e))
             err.refused = _refused(e)
             raise err from e
-        data = resp[0].data if isinstance(resp, tuple) else resp.data
-        return json.loads(data) if data else {}
+        resp = resp[0] if isinstance(resp, tuple) else resp
+        if decode is None:
+            return json.loads(resp.data) if resp.data else {}
+        try:
+            return decode(resp)
+        except Exception as e:  # noqa: BLE001 - the body broke off (API server restart) or is not JSON
+            raise ApiError(f"Failed to read {what or path} from {self.server}: {e}", 0, str(e)) from e
+        finally:
+            resp.release_conn()
 
     def get(self, path: str, what: str = "", query: dict | None = None, retry_for: float | None = None) -> dict:
         return self.request("GET", path, query=query, what=what, retry_for=retry_for)
@@ -198,6 +248,13 @@ class Client:
             if not cont:
                 return items
             q["continue"] = cont
+
+    def scan(self, path: str, what: str = "", keep=None, **query) -> list:
+        """All items of a list call in one request, whatever the cluster's size (no pages, so the
+        number of requests does not grow with it), each passed through ``keep`` as it is decoded (see
+        ``stream_items``): a cluster-wide scan holds only what the caller keeps of each object."""
+        q = {k: v for k, v in query.items() if v is not None}
+        return self.request("GET", path, query=q, what=what, decode=lambda r: stream_items(r.stream(1 << 16), keep))
 
     def list_or_empty(self, path: str, what: str = "", **query) -> list[dict]:
         """Like list, but an API that is not served (CRD not installed) lists nothing."""

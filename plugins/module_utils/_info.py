@@ -168,8 +168,8 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
 
 def gather(client, params: dict, now: float) -> dict:
     version = client.get("/version", what="the API server version")
-    nodes = client.list("/api/v1/nodes", what="Nodes")
-    pods = client.list("/api/v1/pods", what="Pods (all namespaces)")
+    nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
+    pods = client.scan("/api/v1/pods", what="Pods (all namespaces)", keep=_capacity.slim_pod)
     per_node = _capacity.nodes_capacity(nodes, pods)
     schedulers = _service.find_schedulers(client)
     crds = {}

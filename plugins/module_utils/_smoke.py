@@ -101,9 +101,12 @@ def preflight(client, params: dict) -> dict:
         for s in schedulers
         if s["ready"] and ((gang == "volcano" and s["kind"] == "volcano") or sname in s["gang_profiles"])
     ]
-    nodes = client.list("/api/v1/nodes", what="Nodes")
-    pods = client.list(
-        "/api/v1/pods", what="Pods (all namespaces)", fieldSelector="status.phase!=Succeeded,status.phase!=Failed"
+    nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
+    pods = client.scan(
+        "/api/v1/pods",
+        what="Pods (all namespaces)",
+        keep=_capacity.slim_pod,
+        fieldSelector="status.phase!=Succeeded,status.phase!=Failed",
     )
     return {"scheduler_name": sname, "scheduler_running": bool(running), "nodes": nodes, "pods": pods}
 

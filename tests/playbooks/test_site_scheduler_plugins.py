@@ -5,8 +5,9 @@ byte."""
 from __future__ import annotations
 
 import pytest
+import seeds
 from kubernetes import client as k
-from playbook_ansible import playbook
+from playbook_ansible import module, playbook
 
 from lab import kube
 
@@ -35,6 +36,61 @@ def test_second_scheduler(lab):
     assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
     again = playbook(lab, "site", **SP)
     assert again.rc == 0 and again.changed() == [], again.changed()
+
+
+# ---- the seed guides end to end (tests/playbooks/seeds.py), Coscheduling as the second scheduler -----
+def test_seed003_tfjob_gang_all_pending_then_all_running(jobs, pool):
+    seeds.check_seed003_gang(jobs, pool, "scheduler_plugins")
+
+
+def test_seed004_second_gang_waits_whole_until_the_first_is_gone(jobs):
+    seeds.check_seed004_gang(jobs, "scheduler_plugins")
+
+
+def test_seed000_mpijob_of_n_where_n_minus_2_fit_stays_pending(jobs):
+    seeds.check_seed000_mpijob(jobs, "scheduler_plugins")
+
+
+def test_deadlocking_jobs_under_gang_run_one_after_the_other(jobs):
+    seeds.check_deadlock_gang(jobs, "scheduler_plugins")
+
+
+def test_member_deleted_under_load_regangs(lab, jobs):
+    seeds.check_member_deleted_under_load(jobs, "scheduler_plugins", lab)
+
+
+def test_scheduler_name_trap_found_fixed_and_proven(lab):
+    """The docs' --gang-scheduler-name=scheduler-plugins, set by hand against the second scheduler
+    named scheduler-plugins-scheduler: gang_info flags it, the smoke test fails naming the pods'
+    scheduler, operator_gang with the derived name fixes it, the same smoke test passes."""
+    apps = k.AppsV1Api(kube.api(lab))
+    dep = apps.read_namespaced_deployment("training-operator", "kubeflow")
+    cmd = [
+        "--gang-scheduler-name=scheduler-plugins" if a.startswith("--gang-scheduler-name") else a
+        for a in dep.spec.template.spec.containers[0].command
+    ]
+    patch = [{"op": "replace", "path": "/spec/template/spec/containers/0/command", "value": cmd}]
+    apps.patch_namespaced_deployment("training-operator", "kubeflow", patch)
+    kube.kubectl(lab, "-n", "kubeflow", "rollout", "status", "deployment/training-operator", "--timeout=120s")
+    assert _flag(lab) == ["--gang-scheduler-name=scheduler-plugins"]
+    info = module(lab, "gang_info")
+    trap = [p for p in info["problems"] if p["object"] == "Deployment kubeflow/training-operator"]
+    assert trap and "scheduler-plugins names no scheduler" in trap[0]["message"], info["problems"]
+    smoke = {"gang_scheduler": "scheduler_plugins", "workload": "pytorchjob", "replicas": 3, "timeout": 90}
+    failed = module(lab, "gang_smoke_test", expect="running", **smoke)
+    assert failed.get("failed") is True and failed["verdict"] == "error", failed
+    assert "for scheduler 'scheduler-plugins', not 'scheduler-plugins-scheduler'" in failed["cause"], failed["cause"]
+    fixed = module(lab, "operator_gang", operator="training_operator", gang_scheduler="scheduler_plugins", wait=True)
+    assert fixed["changed"] is True and fixed["previous"] == "scheduler-plugins", fixed
+    assert _flag(lab) == ["--gang-scheduler-name=scheduler-plugins-scheduler"]
+    info = module(lab, "gang_info")
+    assert [p for p in info["problems"] if p["object"] == "Deployment kubeflow/training-operator"] == []
+    passed = module(lab, "gang_smoke_test", expect="running", **smoke)
+    assert passed.get("failed") is not True and passed["verdict"] == "gang_held_running", passed
+    assert seeds.wildcard_rules(lab) == []
+
+
+def test_second_scheduler_uninstall(lab):
     gone = playbook(lab, "uninstall", gangsched_uninstall_components=True, **SP)
     assert gone.rc == 0, gone.failures()
     assert _flag(lab) == []

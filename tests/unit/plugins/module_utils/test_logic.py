@@ -288,6 +288,28 @@ def test_partial_gangs_scan():
     assert _info.partial_gangs(pods, now, threshold=600) == []
 
 
+def test_slim_objects_give_the_same_capacity_and_gangs():
+    """A cluster-wide scan keeps only slim_pod/slim_node of each object: the maths must not notice."""
+    t0 = "2026-01-01T00:00:00Z"
+    now = C.quantity("1767225600") + 120
+    pods = [_pod("a", 1), _pod("a", 1, phase="Succeeded"), _pod("b", 1, init=2)]
+    pods += [_gpod("a", "j1-0", "j1", "a", t0), _gpod("a", "j1-1", "j1", None, t0)]
+    ann = _gpod("a", "g-0", "x", "b", t0)
+    ann["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "g", "kubectl.kubernetes.io/last": "{}"}
+    pods.append(ann)
+    for p in pods:
+        p["metadata"]["managedFields"] = [{"manager": "kubelet"}]
+        p["spec"]["volumes"] = [{"name": "token"}]
+        p["status"]["containerStatuses"] = [{"name": "c"}]
+    nodes = [_node("a", 2), _node("b", 4), _node("c", 4, ready=False), _node("d", 1, unschedulable=True)]
+    slim_pods, slim_nodes = [C.slim_pod(p) for p in pods], [C.slim_node(n) for n in nodes]
+    assert C.nodes_capacity(slim_nodes, slim_pods) == C.nodes_capacity(nodes, pods)
+    assert _info.partial_gangs(slim_pods, now, 60) == _info.partial_gangs(pods, now, 60) != []
+    assert [_info.gang_key(p) for p in slim_pods] == [_info.gang_key(p) for p in pods]
+    assert slim_pods[-1]["metadata"]["annotations"] == {"scheduling.k8s.io/group-name": "g"}
+    assert not any("managedFields" in p["metadata"] or "volumes" in p["spec"] for p in slim_pods)
+
+
 def test_controller_gone_only_when_nobody_reads_our_pipe(tmp_path):
     import os
 

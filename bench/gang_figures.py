@@ -1,0 +1,336 @@
+"""Prints the collection's figures on the lab. Not a test: it asserts nothing, it measures.
+
+- site.yml (Volcano) on a fresh lab, then its idempotent re-run, whole and without the smoke tests
+  (--skip-tags smoke): wall time of each.
+- The smoke test (a fitting gang of 4 pods), run as an automation user bound to exactly
+  docs/automation-user-rbac.yml, at 4 and at 1,000 nodes:
+  - the API requests it made, counted per user in the API server's audit log (the figure that must not
+    grow with the cluster), and the API server's own apiserver_request_total from /metrics over the
+    same time, which counts every client (the KWOK nodes' heartbeats, the scheduler, the controllers);
+  - its verdict latency: from the scheduler's last bind of a member (audit log) to the smoke test's
+    first cleanup call, which it makes right after its verdict; and the part of that which is the
+    node's (KWOK's) last status update to Running.
+- gang_info on 1,000 nodes and 10,000 pods (100 of them members of partial gangs): wall time and peak
+  resident memory of the module process, and of the whole `ansible localhost -m` call.
+
+Usage: python bench/gang_figures.py [--nodes 1000] [--pods 10000]   (about 10 minutes on 2 cores)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import yaml  # noqa: E402
+from kubernetes import client as k  # noqa: E402
+
+from lab import build, kube, nodes  # noqa: E402
+from lab.cluster import Lab  # noqa: E402
+
+BIN = Path(sys.executable).parent
+SA_NS, SA = "default", "gang-bench"
+USER = f"system:serviceaccount:{SA_NS}:{SA}"
+JOB_LABEL = "training.kubeflow.org/job-name"
+
+
+def env(lab: Lab) -> dict:
+    return {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "GANGSCHED_LAB_DIR": str(lab.root),
+        "PYTHONPATH": str(REPO / ".collections"),
+    }
+
+
+def playbook(lab: Lab, name: str, *extra: str) -> float:
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventories/lab"), f"gangsched.kubeflow.{name}", *extra],
+        env=env(lab),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    took = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit(f"{name}.yml failed (rc {p.returncode}):\n{p.stdout[-3000:]}")
+    recap = re.findall(r"changed=(\d+)", p.stdout)
+    print(f"  {' '.join([name + '.yml', *extra])}: {took:.1f} s, changed={','.join(recap)}")
+    return took
+
+
+def module_direct(lab: Lab, name: str, args: dict, tmp: Path) -> tuple[dict, float, int]:
+    """The module alone, as Ansible runs it (its own Python process): result, wall s, peak RSS KiB."""
+    argfile = tmp / f"{name}.json"
+    argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    mod = f"ansible_collections.gangsched.kubeflow.plugins.modules.{name}"
+    t0 = time.monotonic()
+    p = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", sys.executable, "-m", mod, str(argfile)],
+        env=env(lab),
+        capture_output=True,
+        text=True,
+    )
+    took = time.monotonic() - t0
+    res = json.loads(p.stdout)
+    if res.get("failed"):
+        sys.exit(f"{name} failed: {res.get('msg')}")
+    return res, took, int(p.stderr.strip().splitlines()[-1])
+
+
+def module_ansible(lab: Lab, name: str, args: dict) -> tuple[float, int]:
+    """The same through `ansible localhost -m`: wall s and the peak RSS of its largest process, KiB."""
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [
+            "/usr/bin/time",
+            "-f",
+            "%M",
+            str(BIN / "ansible"),
+            "localhost",
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-e",
+            f"ansible_python_interpreter={sys.executable}",
+            "-m",
+            f"gangsched.kubeflow.{name}",
+            "-a",
+            json.dumps(args),
+        ],
+        env=env(lab),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    took = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit(f"ansible -m {name} failed (rc {p.returncode}):\n{p.stdout[-3000:]}")
+    return took, int(p.stderr.strip().splitlines()[-1])
+
+
+def request_total(lab: Lab) -> float:
+    text = kube.kubectl(lab, "get", "--raw", "/metrics").stdout
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("apiserver_request_total{")
+    )
+
+
+def ts(ev: dict) -> float:
+    return datetime.datetime.strptime(ev["stageTimestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+
+
+def audit_since(lab: Lab, since: float) -> list[dict]:
+    out = []
+    with open(lab.logs / "audit.log", errors="replace") as f:
+        for line in f:
+            ev = json.loads(line)
+            if ts(ev) >= since:
+                out.append(ev)
+    return out
+
+
+def smoke(lab: Lab, kubeconfig: Path, tmp: Path, label: str) -> None:
+    ns = "gangsched-smoke"
+    args = {"gang_scheduler": "volcano", "replicas": 4, "expect": "running", "namespace": ns}
+    args["kubeconfig"] = str(kubeconfig)
+    time.sleep(2)
+    before, since = request_total(lab), time.time()
+    res, took, _ = module_direct(lab, "gang_smoke_test", args, tmp)
+    after = request_total(lab)
+    time.sleep(1)  # the audit backend writes in batches
+    events = audit_since(lab, since - 1)
+    ours = [e for e in events if e.get("user", {}).get("username") == USER]
+    members = f"smoke-{res['run_id']}-gang-"
+
+    def member(e):
+        ref = e.get("objectRef") or {}
+        return ref.get("namespace") == ns and (ref.get("name") or "").startswith(members)
+
+    binds = [ts(e) for e in events if member(e) and e["objectRef"].get("subresource") == "binding"]
+    running = [
+        ts(e)
+        for e in events
+        if member(e) and e["objectRef"].get("subresource") == "status" and e.get("user", {}).get("username") != USER
+    ]
+    cleanup = [ts(e) for e in ours if e["verb"] in ("delete", "deletecollection")]
+    kinds = Counter(
+        f"{e['verb']} {(e.get('objectRef') or {}).get('resource', e.get('requestURI', '?'))}"
+        + (f"/{e['objectRef']['subresource']}" if (e.get("objectRef") or {}).get("subresource") else "")
+        for e in ours
+    )
+    print(f"  smoke test at {label}: verdict {res['verdict']} in {took:.1f} s")
+    print(f"    API requests by the smoke test (audit log, its user): {len(ours)}")
+    print(f"      {', '.join(f'{n} {w}' for w, n in sorted(kinds.items(), key=lambda x: -x[1]))}")
+    print(f"    apiserver_request_total over the same time (/metrics, every client): {after - before:.0f}")
+    if binds and cleanup:
+        last_bind = max(binds)
+        first_cleanup = min(c for c in cleanup if c >= last_bind) if any(c >= last_bind for c in cleanup) else None
+        last_running = max(running) if running else None
+        if first_cleanup is not None:
+            print(f"    verdict latency after the last bind: {first_cleanup - last_bind:.3f} s", end="")
+            if last_running is not None and last_bind <= last_running <= first_cleanup:
+                print(
+                    f" (node's status update to Running {last_running - last_bind:.3f} s,"
+                    f" then the smoke test {first_cleanup - last_running:.3f} s)"
+                )
+            else:
+                print()
+
+
+def grow(lab: Lab, n_nodes: int, n_pods: int) -> None:
+    api = kube.api(lab)
+    core = k.CoreV1Api(api)
+    have = len(core.list_node().items)
+    t0 = time.monotonic()
+    names = []
+    for i in range(n_nodes - have):
+        body = nodes.node_body(f"bench-node-{i}", 8)
+        core.create_node(body)
+        names.append(body["metadata"]["name"])
+
+    def all_ready():
+        ready = sum(
+            1
+            for n in core.list_node().items
+            if any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or []))
+        )
+        return ready >= n_nodes
+
+    kube.wait_for(all_ready, 600, f"{n_nodes} Ready nodes", interval=3)
+    print(f"  {n_nodes} nodes Ready after {time.monotonic() - t0:.0f} s")
+
+    per_ns = 1000
+    namespaces = [f"bench-{i}" for i in range((n_pods + per_ns - 1) // per_ns)]
+    for ns in namespaces:
+        kube.ensure_namespace(core, ns)
+    local = threading.local()
+
+    def pod(i: int) -> None:
+        if not hasattr(local, "core"):
+            local.core = k.CoreV1Api(kube.api(lab))
+        job, member = divmod(i, 10)
+        # 1 job in 100 is a partial gang: its last member waits for a scheduler that is not there
+        unbound = job % 100 == 0 and member == 9
+        spec = {
+            "containers": [
+                {
+                    "name": "w",
+                    "image": "busybox:1.36",
+                    "resources": {"requests": {"cpu": "10m"}, "limits": {"nvidia.com/gpu": "1"} if member < 4 else {}},
+                }
+            ],
+            "terminationGracePeriodSeconds": 0,
+        }
+        if unbound:
+            spec["schedulerName"] = "nobody"
+        else:
+            spec["nodeName"] = names[job % len(names)]
+        body = {
+            "metadata": {"name": f"job-{job}-{member}", "labels": {JOB_LABEL: f"job-{job}"}},
+            "spec": spec,
+        }
+        local.core.create_namespaced_pod(namespaces[i // per_ns], body)
+
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(pod, range(n_pods)))
+    print(f"  {n_pods} pods created in {time.monotonic() - t0:.0f} s")
+
+    def settled():
+        running = sum(
+            1 for ns in namespaces for _ in core.list_namespaced_pod(ns, field_selector="status.phase=Running").items
+        )
+        return running >= n_pods - n_pods // 100 // 10
+
+    try:
+        kube.wait_for(settled, 300, "the pods Running", interval=10)
+        print(f"  pods Running after {time.monotonic() - t0:.0f} s")
+    except TimeoutError as e:
+        print(f"  {e}")
+
+
+def gang_info(lab: Lab, tmp: Path, label: str) -> None:
+    args = {"partial_threshold_seconds": 5, "kubeconfig": str(lab.kubeconfig)}
+    runs = [module_direct(lab, "gang_info", args, tmp) for _ in range(3)]
+    res = runs[-1][0]
+    walls = [r[1] for r in runs]
+    rss = max(r[2] for r in runs)
+    a_wall, a_rss = module_ansible(lab, "gang_info", args)
+    print(
+        f"  gang_info at {label}: {len(res['nodes'])} nodes, {res['gpus']['capacity']} GPUs,"
+        f" {len(res['partial_gangs'])} partial gangs"
+    )
+    print(f"    module: median {statistics.median(walls):.2f} s (runs {', '.join(f'{w:.2f}' for w in walls)}),")
+    print(f"            peak RSS {rss / 1024:.0f} MiB")
+    print(f"    through `ansible localhost -m`: {a_wall:.2f} s, largest process peak RSS {a_rss / 1024:.0f} MiB")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--pods", type=int, default=10000)
+    opts = ap.parse_args()
+    build.binary_path("helm")  # the lab is built (make build)
+    lab = Lab()
+    if any(lab.running().values()):
+        print("a lab is already running; stop it first (python -m lab down)")
+        return 2
+    subprocess.run(["make", "-s", "collection"], cwd=REPO, check=True)
+    lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, log=lambda *_: None)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            tmp = Path(d)
+            print("site.yml on a fresh lab (4 GPU nodes x 1 GPU + 1 CPU node), Volcano:")
+            playbook(lab, "site")
+            print("idempotent re-run, whole (the smoke tests prove the gang again; the Pending one watches 20 s):")
+            playbook(lab, "site")
+            print("idempotent re-run of the install and configuration alone:")
+            playbook(lab, "site", "--skip-tags", "smoke")
+            kubeconfig = tmp / "kubeconfig"
+            kube.service_account_kubeconfig(lab, SA_NS, SA, kubeconfig)
+            role = yaml.safe_load((REPO / "docs" / "automation-user-rbac.yml").read_text())
+            binding = {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": SA},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role["metadata"]["name"],
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": SA_NS}],
+            }
+            kube.apply(lab, [role, binding])
+            time.sleep(2)
+            total = len(k.CoreV1Api(kube.api(lab)).list_node().items)
+            smoke(lab, kubeconfig, tmp, f"{total} nodes")
+            gang_info(lab, tmp, f"{total} nodes")
+            print(f"growing the lab to {opts.nodes} nodes and {opts.pods} pods:")
+            grow(lab, opts.nodes, opts.pods)
+            smoke(lab, kubeconfig, tmp, f"{opts.nodes} nodes, {opts.pods} pods")
+            gang_info(lab, tmp, f"{opts.nodes} nodes, {opts.pods} pods")
+    finally:
+        lab.down(log=lambda *_: None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
