@@ -111,7 +111,8 @@ class TestWithoutGang:
     collection: the stock scheduler starts whatever fits. The flag is put back afterwards."""
 
     @pytest.fixture(scope="class", autouse=True)
-    def gangless(self, lab):
+    @classmethod
+    def gangless(cls, lab):
         off = module(lab, "operator_gang", operator="training_operator", gang_scheduler="none", wait=True)
         assert off["changed"] is True and off.get("failed") is not True, off
         yield
