@@ -200,6 +200,21 @@ def report_line(item: dict, kind: str) -> str:
     )
 
 
+def condition_true(objects, condition: str) -> list[str]:
+    """Names of the objects whose status carries ``condition`` with status True, at the object's
+    current generation where the status reports one (a condition of an older spec does not count)."""
+    if not isinstance(objects, list):
+        raise AnsibleFilterError(f"condition_true needs a list of Kubernetes objects, got {type(objects).__name__}")
+    out = []
+    for obj in objects:
+        md, st = (obj or {}).get("metadata") or {}, (obj or {}).get("status") or {}
+        if "observedGeneration" in st and st["observedGeneration"] != md.get("generation"):
+            continue
+        if any(c.get("type") == condition and c.get("status") == "True" for c in st.get("conditions") or []):
+            out.append(md.get("name"))
+    return out
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -209,4 +224,5 @@ class FilterModule:
             "coscheduling_static_pod": coscheduling_static_pod,
             "static_pod_flag": static_pod_flag,
             "report_line": report_line,
+            "condition_true": condition_true,
         }

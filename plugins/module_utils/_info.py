@@ -171,6 +171,8 @@ def gather(client, params: dict, now: float) -> dict:
     nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
     pods = client.scan("/api/v1/pods", what="Pods (all namespaces)", keep=_capacity.slim_pod)
     per_node = _capacity.nodes_capacity(nodes, pods)
+    for entry, node in zip(per_node, nodes, strict=True):
+        entry["labels"] = node["metadata"].get("labels") or {}
     schedulers = _service.find_schedulers(client)
     crds = {}
     for name, kind in PODGROUP_CRDS.items():

@@ -65,11 +65,12 @@ kubernetes_version:
   type: str
   sample: v1.33.5
 nodes:
-  description: Per node GPU capacity, allocatable, requested (by bound pods), free, and whether it is schedulable.
+  description: Per node GPU capacity, allocatable, requested (by bound pods), free, whether it is schedulable, and its labels.
   returned: always
   type: list
   elements: dict
-  sample: [{"name": "gpu-node-0", "capacity": 1, "allocatable": 1, "requested": 0, "free": 1, "schedulable": true}]
+  sample: [{"name": "gpu-node-0", "capacity": 1, "allocatable": 1, "requested": 0, "free": 1, "schedulable": true,
+            "labels": {"nvidia.com/gpu.present": "true"}}]
 gpus:
   description: GPU totals over all nodes (free counts schedulable nodes only).
   returned: always
