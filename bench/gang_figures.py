@@ -300,7 +300,7 @@ def main() -> int:
             tmp = Path(d)
             print("site.yml on a fresh lab (4 GPU nodes x 1 GPU + 1 CPU node), Volcano:")
             playbook(lab, "site")
-            print("idempotent re-run, whole (the smoke tests prove the gang again; the Pending one watches 20 s):")
+            print("idempotent re-run, whole (the smoke tests prove the gang again):")
             playbook(lab, "site")
             print("idempotent re-run of the install and configuration alone:")
             playbook(lab, "site", "--skip-tags", "smoke")

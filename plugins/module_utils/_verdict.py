@@ -2,7 +2,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to this collection: the all-or-nothing verdict of a gang, fed pod watch events.
 
-States: the gang is *held pending* while no member is bound; *held running* once every member runs;
+States: the gang is *held pending* while no member is bound, for the settle time, or for the skew window
+after the scheduler marked every member unschedulable once all were there (the scheduler's own
+decision: nothing to wait for beyond the window in which it would bind the others); *held running* once
+every member runs;
 *partial* as soon as some members are bound while another stays unbound longer than the skew window
 (a gang scheduler binds all members within moments of each other). Events may come out of order or
 again after a re-list: per pod, an event older (by resourceVersion) than the last one seen is
@@ -35,6 +38,7 @@ class PodState:
     bound_at: float | None = None
     running_at: float | None = None
     unschedulable: str | None = None
+    marks: list[float] = field(default_factory=list)
     deleted: bool = False
 
 
@@ -47,6 +51,7 @@ class Gang:
     started: float | None = None
     all_present_at: float | None = None
     partial_at: float | None = None
+    held_pending_by: str | None = None
 
     # ---- feeding -----------------------------------------------------------------------------
     def observe(self, kind: str, pod: dict, t: float) -> None:
@@ -79,6 +84,8 @@ class Gang:
             st.bound_at = t
         if phase == "Running" and st.running_at is None:
             st.running_at = t
+        if unsched and unsched != st.unschedulable:
+            st.marks.append(t)  # the scheduler (re)wrote its verdict on this pod
         st.node, st.phase, st.unschedulable = node, phase, unsched
         if before != (st.node, st.phase, st.unschedulable):
             self._record(t, st, phase if node or phase != "Pending" else ("Unschedulable" if unsched else "Pending"))
@@ -118,6 +125,21 @@ class Gang:
             return True
         return False
 
+    def rejected_since(self) -> float | None:
+        """When the scheduler had marked every member unschedulable, each after all members were there
+        (an earlier mark, such as "not enough siblings yet", does not count; later ones, as a scheduler
+        re-tries each cycle, do not move it); None while it has not."""
+        live = self.live()
+        if self.all_present_at is None or len(live) < self.size:
+            return None
+        firsts = []
+        for p in live:
+            after = [m for m in p.marks if m >= self.all_present_at]
+            if p.node or not p.unschedulable or not after:
+                return None
+            firsts.append(after[0])
+        return max(firsts)
+
     def verdict(self, t: float, settle_seconds: float, expect: str) -> str | None:
         """The verdict at time t, or None while it cannot be told yet."""
         if self.check_partial(t):
@@ -125,7 +147,12 @@ class Gang:
         if len(self.running()) >= self.size:
             return GANG_HELD_RUNNING
         if expect == "pending" and not self.ever_bound() and self.all_present_at is not None:
+            rejected = self.rejected_since()
+            if rejected is not None and t - rejected >= self.skew_seconds:
+                self.held_pending_by = "rejected"
+                return GANG_HELD_PENDING
             if t - self.all_present_at >= settle_seconds:
+                self.held_pending_by = "settled"
                 return GANG_HELD_PENDING
         return None
 
@@ -144,4 +171,5 @@ class Gang:
             "unbound": self.unbound(),
             "ever_bound": self.ever_bound(),
             "unschedulable": {p.name: p.unschedulable for p in self.live() if p.unschedulable},
+            "held_pending_by": self.held_pending_by,
         }

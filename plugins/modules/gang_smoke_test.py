@@ -14,8 +14,9 @@ description:
     operators), watches its pods with the watch API and returns a verdict, then removes everything it
     created (also on failure, timeout or SIGTERM). Every object carries the label
     C(gangsched.kubeflow/smoke-run=<run id>).
-  - "Verdicts: V(gang_held_running) (every member Running), V(gang_held_pending) (no member ever bound
-    for O(settle_seconds)), V(partial) (some members bound while another stayed unbound longer than
+  - "Verdicts: V(gang_held_running) (every member Running), V(gang_held_pending) (no member ever bound,
+    and the scheduler marked every member unschedulable after all were there, O(skew_seconds) ago; or,
+    without such marks, no member bound for O(settle_seconds)), V(partial) (some members bound while another stayed unbound longer than
     O(skew_seconds)), V(timeout), V(error) (with RV(cause): no PodGroup created, scheduler not running,
     forbidden ...)."
   - The task fails when the verdict is not the expected one; the returned timeline says why.
@@ -87,7 +88,9 @@ options:
     type: int
     default: 180
   settle_seconds:
-    description: How long no member may be bound before the gang counts as held pending.
+    description:
+      - How long no member may be bound before the gang counts as held pending, when the scheduler has not
+        marked every member unschedulable (once it has, O(skew_seconds) after its last mark is enough).
     type: int
     default: 20
   skew_seconds:
@@ -172,10 +175,14 @@ run_id:
   type: str
   sample: 3f2a9c1d
 gang:
-  description: What was seen of the gang — bound, running, unbound and ever-bound members, and the timeline.
+  description:
+    - What was seen of the gang — bound, running, unbound and ever-bound members, and the timeline.
+    - C(held_pending_by) says how a V(gang_held_pending) verdict was reached, C(rejected) (the scheduler marked
+      every member unschedulable) or C(settled) (no member bound for O(settle_seconds)); null otherwise.
   returned: when the test ran
   type: dict
-  sample: {"verdict": "gang_held_pending", "bound": [], "timeline": [{"t": 0.01, "pod": "smoke-x-gang-0", "state": "Unschedulable"}]}
+  sample: {"verdict": "gang_held_pending", "bound": [], "held_pending_by": "rejected",
+           "timeline": [{"t": 0.01, "pod": "smoke-x-gang-0", "state": "Unschedulable"}]}
 control:
   description: The same for the no-gang control run.
   returned: when O(control=true)

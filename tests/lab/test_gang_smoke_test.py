@@ -63,6 +63,10 @@ def test_pods_n_vs_n_minus_1(volcano, sp, core, tmp_path, scheduler):
     assert pending.get("failed") is not True, pending.get("msg")
     assert pending["verdict"] == "gang_held_pending" and pending["ok"] is True, pending
     assert pending["gang"]["ever_bound"] == [] and pending["gang"]["pods"] == 5
+    assert pending["gang"]["held_pending_by"] in ("rejected", "settled"), pending["gang"]
+    if scheduler == "volcano":
+        # Volcano marks every member of the gang it cannot place: the verdict need not wait settle_seconds
+        assert pending["gang"]["held_pending_by"] == "rejected", pending["gang"]
     assert pending["control"]["verdict"] == "partial", pending["control"]
     assert len(pending["control"]["bound"]) == 4, pending["control"]
     reports = pending["reports"]

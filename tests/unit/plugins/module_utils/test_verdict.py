@@ -7,7 +7,12 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import _verdict
 
 
 def pod(name, rv, node=None, phase="Pending", unschedulable=False):
-    conds = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}] if unschedulable else []
+    msg = unschedulable if isinstance(unschedulable, str) else None
+    conds = (
+        [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", **({"message": msg} if msg else {})}]
+        if unschedulable
+        else []
+    )
     return {
         "metadata": {"name": name, "resourceVersion": str(rv)},
         "spec": {"nodeName": node} if node else {},
@@ -22,9 +27,78 @@ def feed(gang, events):
 
 def test_all_pending_for_settle_time_is_held_pending():
     g = V.Gang(size=3)
-    feed(g, [(0.0, "ADDED", pod(f"p{i}", 10 + i, unschedulable=True)) for i in range(3)])
+    # no scheduler marked them (none runs for them, or it says nothing): only the settle time tells
+    feed(g, [(0.0, "ADDED", pod(f"p{i}", 10 + i)) for i in range(3)])
     assert g.verdict(5.0, settle_seconds=10, expect="pending") is None
     assert g.verdict(10.0, settle_seconds=10, expect="pending") == V.GANG_HELD_PENDING
+
+
+def test_every_member_rejected_after_all_exist_is_held_pending_after_the_skew_window():
+    g = V.Gang(size=3, skew_seconds=5)
+    feed(g, [(0.0, "ADDED", pod(f"p{i}", 10 + i)) for i in range(3)])
+    feed(
+        g,
+        [
+            (1.0 + i / 10, "MODIFIED", pod(f"p{i}", 20 + i, unschedulable="3/3 tasks in gang unschedulable"))
+            for i in range(3)
+        ],
+    )
+    assert g.verdict(6.1, settle_seconds=20, expect="pending") is None  # within the window after the last mark
+    assert g.verdict(6.2, settle_seconds=20, expect="pending") == V.GANG_HELD_PENDING
+    assert g.summary()["held_pending_by"] == "rejected"
+    # not for a gang expected to run: it waits for its members to run, or times out
+    assert g.verdict(6.2, settle_seconds=20, expect="running") is None
+
+
+def test_rejections_before_the_gang_was_complete_do_not_count():
+    g = V.Gang(size=3, skew_seconds=5)
+    early = "pod p0 cannot find enough sibling pods"
+    feed(g, [(0.0, "ADDED", pod("p0", 1, unschedulable=early)), (0.5, "ADDED", pod("p1", 2, unschedulable=early))])
+    feed(g, [(1.0, "ADDED", pod("p2", 3)), (2.0, "MODIFIED", pod("p2", 4, unschedulable="gang rejected"))])
+    assert g.rejected_since() is None
+    assert g.verdict(10.0, settle_seconds=20, expect="pending") is None
+    # the scheduler rejects the complete gang: that counts
+    feed(
+        g,
+        [
+            (11.0, "MODIFIED", pod("p0", 5, unschedulable="gang rejected")),
+            (11.5, "MODIFIED", pod("p1", 6, unschedulable="gang rejected")),
+        ],
+    )
+    assert g.rejected_since() == 11.5
+    # a scheduler that re-tries each cycle writes new messages ("can possibly be assigned to n2"): the
+    # window runs from when every member had been marked, not from the latest mark
+    feed(
+        g,
+        [
+            (12.0 + i, "MODIFIED", pod("p0", 10 + i, unschedulable=f"can possibly be assigned to n{i}"))
+            for i in range(5)
+        ],
+    )
+    assert g.rejected_since() == 11.5
+    assert g.verdict(16.4, settle_seconds=20, expect="pending") is None
+    assert g.verdict(16.5, settle_seconds=20, expect="pending") == V.GANG_HELD_PENDING
+
+
+def test_a_member_never_rejected_waits_for_the_settle_time():
+    g = V.Gang(size=2, skew_seconds=5)
+    feed(
+        g,
+        [(0.0, "ADDED", pod("a", 1)), (0.0, "ADDED", pod("b", 2)), (1.0, "MODIFIED", pod("a", 3, unschedulable="no"))],
+    )
+    assert g.verdict(15.0, settle_seconds=20, expect="pending") is None
+    assert g.verdict(20.0, settle_seconds=20, expect="pending") == V.GANG_HELD_PENDING
+    assert g.summary()["held_pending_by"] == "settled"
+
+
+def test_rejected_members_and_one_bound_is_partial_not_pending():
+    g = V.Gang(size=3, skew_seconds=5)
+    feed(g, [(0.0, "ADDED", pod(n, i)) for i, n in enumerate("abc")])
+    feed(g, [(0.5, "MODIFIED", pod("a", 10, node="n1"))])
+    feed(g, [(0.6, "MODIFIED", pod(n, 11 + i, unschedulable="0/4 nodes are available")) for i, n in enumerate("bc")])
+    assert g.rejected_since() is None
+    assert g.verdict(5.0, settle_seconds=20, expect="pending") is None
+    assert g.verdict(5.6, settle_seconds=20, expect="pending") == V.PARTIAL
 
 
 def test_not_held_pending_before_all_members_exist():
