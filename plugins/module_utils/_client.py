@@ -1,8 +1,12 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: the API client. Authentication is kubernetes.core's (the same
 options, K8S_AUTH_* environment fallbacks, kubeconfig/context handling); requests go through the
-``kubernetes`` Python client and come back as plain dicts. Not a public API."""
+public ``request()`` of the ``kubernetes`` client's DynamicClient with ``serialize=False`` (the raw
+HTTP response, on every client version from 24 to 37) and come back as plain dicts. Every call is
+bounded by the module's ``api_timeout``; only transport and API errors become ApiError — anything
+else is a bug and is raised as it is. Not a public API."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import codecs
 import copy
 import json
 import os
+import threading
 import time
 import traceback
 
@@ -33,7 +38,7 @@ except ImportError:
     K8S_CORE_IMPORT_ERROR = traceback.format_exc()
 
 try:
-    import kubernetes
+    import kubernetes  # noqa: F401 - only whether it is there
 
     HAS_KUBERNETES = True
     KUBERNETES_IMPORT_ERROR = None
@@ -60,27 +65,79 @@ def check_requirements(module) -> None:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
 
 
-def _message_of(body: str) -> str:
+def _message_of(body) -> str:
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    body = body or ""
     try:
         return json.loads(body).get("message") or body
     except (ValueError, AttributeError):
-        return body or ""
+        return body
 
 
-RETRY_SECONDS = 30.0
+DEFAULT_TIMEOUT = 30
+RETRY_SECONDS = float(DEFAULT_TIMEOUT)
 _RETRY_STATUS = (429, 500, 502, 503, 504)
-_NOT_CONNECTED = ("NewConnectionError", "ConnectTimeoutError")
+_NOT_CONNECTED = ("NewConnectionError", "ConnectTimeoutError", "NameResolutionError")
+
+
+def _chain(exc: BaseException):
+    """The exception and what caused it: urllib3's ``reason``, ``__cause__``, ``__context__``."""
+    seen = set()
+    while isinstance(exc, BaseException) and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        nxt = getattr(exc, "reason", None)
+        exc = nxt if isinstance(nxt, BaseException) else (exc.__cause__ or exc.__context__)
 
 
 def _refused(exc: BaseException) -> bool:
     """True when the connection was never made (so the request never reached the server)."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, ConnectionRefusedError) or type(exc).__name__ in _NOT_CONNECTED:
-            return True
-        exc = getattr(exc, "reason", None) or exc.__cause__ or exc.__context__
-    return False
+    return any(isinstance(e, ConnectionRefusedError) or type(e).__name__ in _NOT_CONNECTED for e in _chain(exc))
+
+
+def _transport_errors() -> tuple:
+    """What a request raises when the network, TLS or the server's HTTP went wrong, as opposed to a bug."""
+    import http.client
+
+    errors = [OSError, http.client.HTTPException]
+    try:
+        import urllib3
+
+        errors.append(urllib3.exceptions.HTTPError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def why_unreachable(exc: BaseException, timeout: float) -> str:
+    """A short reason, in words a user can act on, for a request that did not get an answer."""
+    names = [type(e).__name__ for e in _chain(exc)]
+    text = " ".join(str(e) for e in _chain(exc) if not isinstance(e, BaseException) or str(e))
+    if any(n in ("ConnectTimeoutError",) for n in names):
+        return f"no connection within {timeout:g}s"
+    if any(n in ("ReadTimeoutError", "TimeoutError", "timeout") for n in names) or "timed out" in text:
+        return f"no answer within {timeout:g}s"
+    if _refused(exc) and ("refused" in text.lower() or any(isinstance(e, ConnectionRefusedError) for e in _chain(exc))):
+        return "connection refused"
+    if any(n in ("NameResolutionError", "gaierror") for n in names) or "Name or service not known" in text:
+        return "the host name does not resolve"
+    if any("SSL" in n for n in names) or "SSL" in text:
+        if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+            return (
+                "the server's TLS certificate could not be verified; set ca_cert to the cluster's CA "
+                "(or validate_certs=false for a test cluster)"
+            )
+        if "WRONG_VERSION_NUMBER" in text or "wrong version number" in text:
+            return "the server did not answer TLS; check the scheme and port in host"
+        return "the TLS handshake failed; check host, ca_cert, client_cert and client_key"
+    if any(n in ("ProtocolError", "RemoteDisconnected", "ConnectionResetError", "BrokenPipeError") for n in names):
+        return "the server closed the connection"
+    if any(n == "ProxyError" for n in names):
+        return "the proxy refused the connection; check proxy and no_proxy"
+    if any(isinstance(e, ConnectionRefusedError) for e in _chain(exc)) or _refused(exc):
+        return "no connection could be made"
+    return f"the connection failed ({names[-1] if names else 'unknown'})"
 
 
 def stream_items(chunks, keep=None) -> list:
@@ -129,34 +186,153 @@ def _transient(method: str, e: ApiError) -> bool:
     return method == "GET" and (e.status == 0 or e.status in _RETRY_STATUS)
 
 
+def _lines(resp):
+    """The lines of a streamed response (a watch: one JSON event a line), as they arrive."""
+    buf = b""
+    for chunk in resp.stream(None, decode_content=False):
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            if line.strip():
+                yield line
+    if buf.strip():
+        yield buf
+
+
+def _bounded(fn, timeout: float):
+    """``fn()`` run on a helper thread and waited for ``timeout`` seconds at most: building kubernetes.core's
+    client reads the server's version and API groups with no timeout of its own. ``None`` when it did
+    not finish in time (the thread is left behind; it never holds the module's exit)."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread as it is
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="gangsched-connect", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        return None
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _check_kubeconfig(kubeconfig) -> None:
+    """A kubeconfig path that is missing or not a kubeconfig is refused before the client reads it."""
+    if not kubeconfig or not isinstance(kubeconfig, str):
+        return
+    path = os.path.expanduser(kubeconfig)
+    hint = "set kubeconfig (or K8S_AUTH_KUBECONFIG) to a readable kubeconfig, or give host and credentials"
+    if not os.path.isfile(path):
+        raise GangError(f"kubeconfig {kubeconfig} not found or not a file; {hint}")
+    try:
+        import yaml
+
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except (OSError, UnicodeDecodeError, ValueError, ImportError) as e:
+        raise GangError(f"kubeconfig {kubeconfig} cannot be read ({type(e).__name__}); {hint}") from e
+    except Exception as e:  # noqa: BLE001 - yaml.YAMLError and its kin: not YAML at all
+        raise GangError(f"kubeconfig {kubeconfig} is not YAML; {hint}") from e
+    if not isinstance(doc, dict) or not any(k in doc for k in ("clusters", "contexts", "users", "current-context")):
+        raise GangError(f"kubeconfig {kubeconfig} is not a kubeconfig (no clusters, contexts or users in it); {hint}")
+
+
+def _config_errors() -> tuple:
+    errors = []
+    try:
+        from kubernetes.config import ConfigException
+
+        errors.append(ConfigException)
+    except ImportError:
+        pass
+    try:
+        from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+
+        errors.append(CoreException)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def _api_exception():
+    try:
+        from kubernetes.client import ApiException
+
+        return ApiException
+    except ImportError:  # pragma: no cover - check_requirements stops the module first
+        return ()
+
+
+def _status_message(status: int, body, verb: str, obj: str, server: str) -> str:
+    msg = _message_of(body)
+    if status == 400 and "HTTP request to an HTTPS server" in msg:
+        return f"Failed to {verb} {obj}: {server} speaks HTTPS; use https:// in host"
+    if status == 401:
+        return (
+            f"Failed to {verb} {obj}: the API server at {server} refused the credentials (401 Unauthorized); "
+            "check api_key, the kubeconfig user or client_cert/client_key"
+        )
+    return f"Failed to {verb} {obj}: {msg or status}"
+
+
 class Client:
-    """A thin layer over kubernetes.client.ApiClient: JSON in, dicts out, errors as ApiError."""
+    """The collection's API client: JSON in, dicts out, errors as ApiError, every call bounded in time.
 
-    retry_for = RETRY_SECONDS
+    Requests go through the public ``request()`` of the ``kubernetes`` client's DynamicClient (the one
+    kubernetes.core's ``get_api_client()`` builds) with ``serialize=False``, which hands back the raw
+    HTTP response on every client version kubernetes.core supports; nothing here relies on the
+    argument shape of generated code."""
 
-    def __init__(self, api_client, server: str = ""):
-        self.api = api_client
-        self.server = server or getattr(api_client.configuration, "host", "")
+    def __init__(self, api, server: str = "", timeout: float = DEFAULT_TIMEOUT):
+        if not hasattr(api, "request") and hasattr(api, "call_api"):
+            from kubernetes.dynamic import DynamicClient
+
+            api = DynamicClient(api)
+        self.api = api
+        self.server = server or getattr(getattr(api, "configuration", None), "host", "")
+        self.timeout = float(timeout)
+        self.retry_for = float(timeout)
 
     @classmethod
     def from_params(cls, params: dict) -> Client:
+        """The client for a module's parameters (kubernetes.core's auth options, ``api_timeout``)."""
         auth = {k: params.get(k) for k in AUTH_ARG_SPEC}
+        timeout = float(params.get("api_timeout") or DEFAULT_TIMEOUT)
         kubeconfig = auth.get("kubeconfig") or os.environ.get("K8S_AUTH_KUBECONFIG")
-        if kubeconfig and isinstance(kubeconfig, str) and not os.path.isfile(os.path.expanduser(kubeconfig)):
-            raise GangError(
-                f"kubeconfig {kubeconfig} not found or not a file; set kubeconfig (or K8S_AUTH_KUBECONFIG) "
-                "to a readable kubeconfig, or give host and credentials"
-            )
+        _check_kubeconfig(kubeconfig)
+        for option in ("ca_cert", "client_cert", "client_key"):
+            value = auth.get(option)
+            if value and not os.path.isfile(os.path.expanduser(str(value))):
+                raise GangError(f"{option} {value} not found or not a file; set {option} to a readable PEM file")
+        host = auth.get("host") or os.environ.get("K8S_AUTH_HOST")
+        where = f"at {host}" if host else (f"of kubeconfig {kubeconfig}" if isinstance(kubeconfig, str) else "")
+        fix = "check kubeconfig/context/host (or K8S_AUTH_*) and that the API server is up, or raise api_timeout"
         try:
-            k8s = get_api_client(**auth)
-        except Exception as e:  # noqa: BLE001 - config, TLS and connection errors alike
-            at = f" at {auth['host']}" if auth.get("host") else ""
+            k8s = _bounded(lambda: get_api_client(**auth), timeout)
+        except _config_errors() as e:
+            text = str(e).replace("Could not create API client: ", "").strip().splitlines()[0] if str(e) else ""
             raise GangError(
-                f"Failed to reach the Kubernetes API{at}: {e}. Check kubeconfig/context/host "
-                "(or K8S_AUTH_KUBECONFIG) and that the API server is up"
+                f"Could not load the Kubernetes client configuration: {text or type(e).__name__}; "
+                "set kubeconfig (or K8S_AUTH_KUBECONFIG) and context, or host with api_key or client_cert"
             ) from e
-        api_client = k8s.client.client
-        return cls(api_client, api_client.configuration.host)
+        except _api_exception() as e:
+            status = getattr(e, "status", 0) or 0
+            if status:
+                body = getattr(e, "body", "")
+                raise GangError(
+                    _status_message(status, body, "read", "the API's version", host or "the API server")
+                ) from e
+            raise GangError(f"Failed to reach the Kubernetes API {where}: {why_unreachable(e, timeout)}; {fix}") from e
+        except _transport_errors() as e:
+            raise GangError(f"Failed to reach the Kubernetes API {where}: {why_unreachable(e, timeout)}; {fix}") from e
+        if k8s is None:
+            raise GangError(f"The Kubernetes API {where} did not answer within {timeout:g}s (api_timeout); {fix}")
+        return cls(k8s.client, k8s.configuration.host, timeout)
 
     def request(
         self,
@@ -166,64 +342,85 @@ class Client:
         query: dict | None = None,
         content_type: str = "application/json",
         what: str = "",
-        timeout: float = 30,
+        timeout: float | None = None,
         retry_for: float | None = None,
         decode=None,
     ) -> dict:
         """One API call. ``what`` names the object for messages, e.g. 'Deployment kubeflow/x'.
 
-        While the API server cannot be reached (a restart), the call is retried for ``retry_for``
-        seconds (default ``RETRY_SECONDS``): any call whose connection was refused (it never reached
-        the server), and reads also on a broken connection or 429/5xx. ``decode`` reads the
-        response instead of the default (the whole body as one JSON document)."""
-        deadline = time.monotonic() + (self.retry_for if retry_for is None else retry_for)
+        Each attempt is bounded by ``timeout`` (default: the client's, i.e. the module's api_timeout)
+        for connect and read. While the API server cannot be reached (a restart), the call is retried
+        for ``retry_for`` seconds (default: the same timeout): any call whose connection was refused
+        (it never reached the server), and reads also on a broken connection or 429/5xx. ``decode``
+        reads the response instead of the default (the whole body as one JSON document)."""
+        per_try = self.timeout if timeout is None else float(timeout)
+        window = self.retry_for if retry_for is None else retry_for
+        deadline = time.monotonic() + window
         delay = 0.2
         while True:
+            left = deadline - time.monotonic()
+            bound = per_try if window <= 0 else max(1.0, min(per_try, left))
             try:
-                return self._request_once(method, path, body, query, content_type, what, timeout, decode)
+                return self._request_once(method, path, body, query, content_type, what, bound, decode)
             except ApiError as e:
                 if not _transient(method, e) or time.monotonic() + delay > deadline:
                     raise
             time.sleep(delay)
             delay = min(2.0, delay * 2)
 
-    def _request_once(self, method, path, body, query, content_type, what, timeout, decode=None) -> dict:
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = content_type
+    def _call(self, method, path, query, headers, body, content_type, timeout, obj=""):
+        """The raw response (urllib3), or the API's or the transport's error as ApiError. Anything else
+        (a bug) is not caught here: it fails the module as an internal error, never retried."""
+        verb = _VERBS.get(method, method.lower())
         try:
-            resp = self.api.call_api(
-                path,
+            return self.api.request(
                 method,
+                path,
+                body=body,
+                serialize=False,
                 query_params=list((query or {}).items()),
                 header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
+                content_type=content_type if body is not None else None,
                 _request_timeout=timeout,
             )
-        except kubernetes.client.ApiException as e:
-            msg = _message_of(e.body if isinstance(e.body, str) else (e.body or b"").decode(errors="replace"))
-            verb = _VERBS.get(method, method.lower())
-            obj = what or path
-            if e.status == 404:
-                raise NotFound(f"{obj} not found", 404, msg) from e
-            if e.status == 403:
-                raise Forbidden(f"Forbidden to {verb} {obj}: {msg}", 403, msg) from e
-            if e.status == 409:
-                raise Conflict(f"Conflict on {verb} {obj}: {msg}", 409, msg) from e
-            raise ApiError(f"Failed to {verb} {obj}: {msg or e.reason}", e.status or 0, msg) from e
-        except Exception as e:  # noqa: BLE001 - urllib3 connection errors and timeouts
-            err = ApiError(f"Failed to reach the Kubernetes API at {self.server} ({method} {path}): {e}", 0, str(e))
-            err.refused = _refused(e)
-            raise err from e
-        resp = resp[0] if isinstance(resp, tuple) else resp
-        if decode is None:
-            return json.loads(resp.data) if resp.data else {}
+        except _api_exception() as e:
+            status = getattr(e, "status", 0) or 0
+            if not status:  # the client wraps TLS errors as status 0
+                raise self._unreachable(method, path, e, timeout) from e
+            raise self._http_error(status, getattr(e, "body", ""), verb, obj or path) from e
+        except _transport_errors() as e:
+            raise self._unreachable(method, path, e, timeout) from e
+
+    def _unreachable(self, method, path, e, timeout) -> ApiError:
+        t = timeout[1] if isinstance(timeout, tuple) else timeout
+        why = why_unreachable(e, t)
+        err = ApiError(f"Failed to reach the Kubernetes API at {self.server} ({method} {path}): {why}", 0, why)
+        err.refused = _refused(e)
+        return err
+
+    def _http_error(self, status, body, verb, obj) -> ApiError:
+        msg = _message_of(body)
+        if status == 404:
+            return NotFound(f"{obj} not found", 404, msg)
+        if status == 403:
+            return Forbidden(f"Forbidden to {verb} {obj}: {msg}", 403, msg)
+        if status == 409:
+            return Conflict(f"Conflict on {verb} {obj}: {msg}", 409, msg)
+        return ApiError(_status_message(status, body, verb, obj, self.server), status, msg)
+
+    def _request_once(self, method, path, body, query, content_type, what, timeout, decode=None) -> dict:
+        resp = self._call(method, path, query, {"Accept": "application/json"}, body, content_type, timeout, what)
         try:
+            if decode is None:
+                data = resp.data
+                return json.loads(data) if data else {}
             return decode(resp)
-        except Exception as e:  # noqa: BLE001 - the body broke off (API server restart) or is not JSON
-            raise ApiError(f"Failed to read {what or path} from {self.server}: {e}", 0, str(e)) from e
+        except _transport_errors() as e:  # the body broke off (API server restart, read timeout)
+            why = why_unreachable(e, timeout[1] if isinstance(timeout, tuple) else timeout)
+            raise ApiError(f"Failed to read {what or path} from {self.server}: {why}", 0, why) from e
+        except ValueError as e:  # not JSON, or the list ended inside its items
+            why = "the answer is not a whole JSON document"
+            raise ApiError(f"Failed to read {what or path} from {self.server}: {why}", 0, why) from e
         finally:
             resp.release_conn()
 
@@ -264,30 +461,28 @@ class Client:
             return []
 
     def watch(self, path: str, timeout_seconds: int, what: str = "", **query):
-        """Events of one watch call (ends when the server closes it after ``timeout_seconds``)."""
-        from kubernetes.watch.watch import iter_resp_lines
-
+        """Events of one watch call (ends when the server closes it after ``timeout_seconds``); the
+        connection is bounded by the client's timeout, each read by the watch's length plus it."""
         q = {k: v for k, v in query.items() if v is not None}
         q.update(watch="true", timeoutSeconds=max(1, int(timeout_seconds)), allowWatchBookmarks="true")
         try:
-            resp = self.api.call_api(
-                path,
+            resp = self._call(
                 "GET",
-                query_params=list(q.items()),
-                header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=(10, timeout_seconds + 10),
+                path,
+                q,
+                {"Accept": "application/json"},
+                None,
+                None,
+                (self.timeout, timeout_seconds + self.timeout),
             )
-        except kubernetes.client.ApiException as e:
-            raise ApiError(f"Failed to watch {what or path}: {e.reason}", e.status or 0, str(e.body)) from e
-        except Exception as e:  # noqa: BLE001 - connection refused while the API server restarts
-            raise ApiError(f"Failed to reach the Kubernetes API at {self.server} (watch {path}): {e}", 0, str(e)) from e
-        resp = resp[0] if isinstance(resp, tuple) else resp
+        except ApiError as e:
+            e.msg = f"Failed to watch {what or path}: {e.reason or e.msg}" if e.status else e.msg
+            e.args = (e.msg,)
+            raise
         try:
-            for line in iter_resp_lines(resp):
+            for line in _lines(resp):
                 yield json.loads(line)
-        except Exception as e:  # noqa: BLE001 - the stream broke (API server restart): caller re-lists
-            raise ApiError(f"Watch of {what or path} broke: {e}", 0, str(e)) from e
+        except (ValueError, *_transport_errors()) as e:  # the stream broke (API server restart): caller re-lists
+            raise ApiError(f"Watch of {what or path} broke: {type(e).__name__}", 0, str(e)) from e
         finally:
             resp.release_conn()

@@ -1,36 +1,73 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Private to this collection: the one shape of a changing module's main() — build the module, make the
-client, call the runner, turn the collection's exception into a failed task, return the diff only in
-diff mode. Not a public API."""
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: the one shape of every module's main() — build the module, check the
+options argspec cannot, make the client, call the runner, turn the collection's exception into a
+failed task and anything else into an internal error (traceback in ``exception`` only), return the
+diff only in diff mode. Not a public API."""
 
 from __future__ import annotations
+
+import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
     AUTH_ARG_SPEC,
+    DEFAULT_TIMEOUT,
     Client,
     check_requirements,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 
+API_ARG_SPEC = {"api_timeout": dict(type="int", default=DEFAULT_TIMEOUT)}
+
 
 def with_auth(**options) -> dict:
+    """kubernetes.core's authentication options, ``api_timeout`` and the module's own ``options``."""
     spec = dict(AUTH_ARG_SPEC)
+    spec.update(API_ARG_SPEC)
     spec.update(options)
     return spec
 
 
-def execute(argument_spec: dict, runner) -> None:
-    """``runner(client, params, check_mode, warn) -> dict`` with a ``_diff`` entry."""
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+def _at_least(params: dict, minimums: dict) -> str | None:
+    for name, low in minimums.items():
+        value = params.get(name)
+        if value is not None and value < low:
+            return f"{name} must be >= {low} (got {value})"
+    return None
+
+
+def execute(argument_spec: dict, runner, minimums: dict | None = None, **module_kwargs) -> None:
+    """``runner(client, params, check_mode, warn) -> dict``. The result may hold ``_diff`` (returned as
+    ``diff`` in diff mode) and ``_failed`` (a message: the task fails with it and the rest of the
+    result). ``minimums`` maps integer options to their lowest allowed value, checked before anything
+    is read or written; ``module_kwargs`` go to AnsibleModule (``required_if``, ``mutually_exclusive``…)."""
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True, **module_kwargs)
     check_requirements(module)
+    bad = _at_least(module.params, {"api_timeout": 1, **(minimums or {})})
+    if bad:
+        module.fail_json(msg=bad)
     try:
         client = Client.from_params(module.params)
         result = runner(client, module.params, module.check_mode, module.warn)
     except GangError as e:
-        module.fail_json(msg=e.msg, **e.details)
-    diff = result.pop("_diff")
-    if module._diff:
+        module.fail_json(msg=e.msg, exception=_cause(e), **e.details)
+    except Exception as e:  # noqa: BLE001 - a bug: never reported as a cluster or network problem
+        module.fail_json(
+            msg=f"Internal error in {module._name} ({type(e).__name__}): a bug in gangsched.kubeflow, not a cluster "
+            "or network problem; please report it with the traceback shown by -vvv (the exception field)",
+            exception=traceback.format_exc(),
+        )
+    diff = result.pop("_diff", None)
+    if module._diff and diff is not None:
         result["diff"] = diff
+    failed = result.pop("_failed", None)
+    if failed:
+        module.fail_json(msg=failed, **result)
     module.exit_json(**result)
+
+
+def _cause(e: BaseException) -> str:
+    """The traceback of what led to a GangError, for ``exception`` (never in ``msg``)."""
+    return "".join(traceback.format_exception(type(e), e, e.__traceback__))

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ description:
     the gang flag in effect; GPU device plugins.
   - RV(problems) lists what breaks gangs, each with a fix, for example a flag naming a scheduler that
     is not running, the C(--gang-scheduler-name=scheduler-plugins) trap, a missing PodGroup CRD, the
-    MPIJob CRD clash, two GPU device plugins.
+    MPIJob CRD clash, two GPU device plugins, a Volcano scheduler whose C(--scheduler-name) does not serve
+    the name the operators point at, and a gang scheduler that is Ready but makes no progress (Pending
+    pods with its scheduler name that it neither bound nor rejected, no C(PodScheduled) condition, for
+    O(partial_threshold_seconds) or more; frozen, hung, or without its leader lease), or Pending pods
+    naming a gang scheduler that nobody serves.
   - RV(partial_gangs) lists PodGroups and Kubeflow jobs with some members bound and others Pending
     longer than O(partial_threshold_seconds), with the GPUs they hold; this is the deadlock the
     all-or-nothing rule prevents.
@@ -24,21 +29,23 @@ author:
   - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gangsched.kubeflow._api
+  - gangsched.kubeflow._attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Read-only; runs the same in check mode.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
     details: Changes nothing.
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second run reports no change.
     support: full
 options:
   partial_threshold_seconds:
-    description: How long a member must be Pending beside bound members before its gang counts as partial.
+    description:
+      - How long a member must be Pending beside bound members before its gang counts as partial.
+      - Also how long a Pending pod may wait without any scheduler looking at it (no C(PodScheduled)
+        condition) before its scheduler counts as making no progress.
     type: int
     default: 60
 seealso:
@@ -115,25 +122,16 @@ partial_gangs:
 
 import time
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import Client, check_requirements
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._info import gather
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
+
+
+def run(client, params: dict, check_mode: bool, warn) -> dict:
+    return dict(changed=False, **gather(client, params, time.time()))
 
 
 def main() -> None:
-    spec = with_auth(partial_threshold_seconds=dict(type="int", default=60))
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    check_requirements(module)
-    if module.params["partial_threshold_seconds"] < 0:
-        module.fail_json(msg="partial_threshold_seconds must be >= 0")
-    try:
-        client = Client.from_params(module.params)
-        facts = gather(client, module.params, time.time())
-    except GangError as e:
-        module.fail_json(msg=e.msg, **e.details)
-    module.exit_json(changed=False, **facts)
+    execute(with_auth(partial_threshold_seconds=dict(type="int", default=60)), run, {"partial_threshold_seconds": 0})
 
 
 if __name__ == "__main__":

@@ -85,12 +85,53 @@ BAD = [
     ("bad-token", {"host": "{server}", "api_key": "not-a-token", "validate_certs": False}, "Unauthorized"),
     ("ca-cert-missing", {"ca_cert": "/nonexistent/ca.crt"}, "ca.crt"),
     ("validate-certs-not-bool", {"validate_certs": "perhaps"}, "validate_certs"),
+    ("http-to-the-tls-port", {"host": "{server_http}", "api_key": "x"}, "speaks HTTPS; use https:// in host"),
+    (
+        "validate-certs-without-ca",
+        {"host": "{server}", "api_key": "x", "validate_certs": True},
+        "TLS certificate could not be verified; set ca_cert",
+    ),
+    ("kubeconfig-not-a-kubeconfig", {"kubeconfig": "{ca_file}"}, "is not a kubeconfig"),
+    ("kubeconfig-a-directory", {"kubeconfig": "/"}, "not found or not a file"),
+    (
+        "silent-api-server",
+        {"host": "{silent}", "api_key": "x", "validate_certs": False, "api_timeout": 3},
+        "did not answer within 3s (api_timeout)",
+    ),
+    ("api-timeout-zero", {"api_timeout": 0}, "api_timeout must be >= 1"),
+    ("api-timeout-not-int", {"api_timeout": "soon"}, "api_timeout"),
 ]
 
 
+@pytest.fixture(scope="module")
+def silent_server():
+    """A real listener on loopback that accepts connections and never answers a byte."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    yield f"https://127.0.0.1:{srv.getsockname()[1]}"
+    srv.close()
+
+
 @pytest.mark.parametrize("case,args,message", BAD, ids=[b[0] for b in BAD])
-def test_bad_input_fails_with_a_clear_message(lab, case, args, message):
-    args = {k: (v.format(server=lab.api_url()) if isinstance(v, str) else v) for k, v in args.items()}
+def test_bad_input_fails_with_a_clear_message(lab, silent_server, case, args, message):
+    import time
+
+    where = {
+        "server": lab.api_url(),
+        "server_http": lab.api_url().replace("https://", "http://"),
+        "ca_file": str(lab.pki / "ca.crt"),
+        "silent": silent_server,
+    }
+    args = {k: (v.format(**where) if isinstance(v, str) else v) for k, v in args.items()}
+    t0 = time.monotonic()
     res = run_module(lab, "gang_info", args)
+    took = time.monotonic() - t0
     assert res.get("failed") is True, res
     assert message in res["msg"], res["msg"]
+    assert "Traceback" not in res["msg"] and "object has no attribute" not in res["msg"], res["msg"]
+    assert "Original traceback" not in res["msg"] and "HTTP response headers" not in res["msg"], res["msg"]
+    if case == "silent-api-server":
+        assert took < 3 + 15, took  # api_timeout plus Ansible's own start-up, not minutes

@@ -12,7 +12,7 @@ import kubernetes
 import pytest
 import urllib3
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _client
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Conflict
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Conflict, GangError
 
 
 def _refused():
@@ -25,18 +25,30 @@ def _reset():
     return urllib3.exceptions.ProtocolError("Connection aborted.", ConnectionResetError(104, "reset"))
 
 
+class Resp:
+    """What the DynamicClient's request(serialize=False) hands back: the raw urllib3 response."""
+
+    def __init__(self, data=b'{"ok": true}', api=None):
+        self.data, self.api = data, api
+
+    def release_conn(self):
+        if self.api is not None:
+            self.api.released += 1
+
+
 class FakeApi:
-    """call_api raises each scripted failure once, then answers {}."""
+    """request raises each scripted failure once, then answers {"ok": true}."""
 
     def __init__(self, failures):
-        self.failures, self.calls = list(failures), 0
+        self.failures, self.calls, self.released, self.kwargs = list(failures), 0, 0, []
         self.configuration = types.SimpleNamespace(host="https://api.test:6443")
 
-    def call_api(self, *a, **kw):
+    def request(self, method, path, **kw):
         self.calls += 1
+        self.kwargs.append(kw)
         if self.failures:
             raise self.failures.pop(0)
-        return types.SimpleNamespace(data=b'{"ok": true}')
+        return Resp(api=self)
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +87,7 @@ def test_retry_stops_at_its_deadline_with_the_connection_error(monkeypatch):
     api = FakeApi([_refused()] * 100)
     with pytest.raises(ApiError) as e:
         _client.Client(api).get("/apis/apps/v1/deployments", what="Deployments")
-    assert "Connection refused" in e.value.msg
+    assert "connection refused" in e.value.msg
     assert 5 < api.calls < 40  # about RETRY_SECONDS of one-second ticks, not forever
     api = FakeApi([_refused()])
     with pytest.raises(ApiError):
@@ -117,14 +129,14 @@ class StreamApi(FakeApi):
 
     def __init__(self, data, breaks=0):
         super().__init__([])
-        self.data, self.breaks, self.queries, self.released = data, breaks, [], 0
+        self.data, self.breaks, self.queries = data, breaks, []
 
-    def call_api(self, path, method, query_params=(), **kw):
+    def request(self, method, path, query_params=(), **kw):
         self.calls += 1
         self.queries.append(dict(query_params))
         api, data = self, self.data
 
-        class Resp:
+        class StreamResp(Resp):
             def stream(self, amt):
                 for i in range(0, len(data), amt):
                     if api.breaks and i:
@@ -132,10 +144,7 @@ class StreamApi(FakeApi):
                         raise _reset()
                     yield data[i : i + amt]
 
-            def release_conn(self):
-                api.released += 1
-
-        return Resp()
+        return StreamResp(api=self)
 
 
 def test_scan_is_one_request_without_pages_and_retried_when_the_body_breaks_off():
@@ -145,3 +154,102 @@ def test_scan_is_one_request_without_pages_and_retried_when_the_body_breaks_off(
     assert got == [p["metadata"]["name"] for p in pods]
     assert api.calls == 2 and api.released == 2  # the broken read, then the whole list in one request
     assert all(q == {"fieldSelector": "x"} for q in api.queries)  # no limit, no continue: never paged
+
+
+def test_a_bug_in_the_transport_is_raised_as_it_is_at_once_never_retried():
+    api = FakeApi([TypeError("call_api() got an unexpected keyword argument 'query_params'")] * 5)
+    with pytest.raises(TypeError):
+        _client.Client(api).get("/version")
+    assert api.calls == 1
+
+
+def test_each_call_is_bounded_by_the_client_timeout_and_asks_for_the_raw_response():
+    api = FakeApi([])
+    _client.Client(api, timeout=7).get("/api/v1/pods", query={"labelSelector": "a=b"})
+    kw = api.kwargs[0]
+    assert kw["serialize"] is False and 6.5 < kw["_request_timeout"] <= 7
+    assert kw["query_params"] == [("labelSelector", "a=b")]
+    assert api.released == 1
+
+
+def test_a_string_reason_in_the_error_chain_is_no_crash():
+    err = urllib3.exceptions.MaxRetryError(None, "/x", reason=None)
+    err.reason = "certificate verify failed"  # some clients put a plain string there
+    api = FakeApi([err])
+    with pytest.raises(ApiError) as e:
+        _client.Client(api).get("/x", retry_for=0)
+    assert "__cause__" not in e.value.msg and "object has no attribute" not in e.value.msg
+
+
+def _wrapped_tls_error():
+    """What the generated client raises for a TLS failure: ApiException(status=0) raised while handling it."""
+    try:
+        try:
+            raise urllib3.exceptions.SSLError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+        except urllib3.exceptions.SSLError as e:
+            raise kubernetes.client.ApiException(status=0, reason=f"SSLError\n{e}") from None
+    except kubernetes.client.ApiException as wrapped:
+        wrapped.__context__ = urllib3.exceptions.SSLError("certificate verify failed")
+        return wrapped
+
+
+@pytest.mark.parametrize(
+    "exc,words",
+    [
+        (_wrapped_tls_error(), "set ca_cert"),
+        (urllib3.exceptions.ReadTimeoutError(None, "/x", "Read timed out."), "no answer within 3s"),
+        (urllib3.exceptions.ConnectTimeoutError(None, "timed out"), "no connection within 3s"),
+        (_refused(), "connection refused"),
+        (_reset(), "closed the connection"),
+    ],
+)
+def test_transport_errors_read_as_what_to_fix(exc, words):
+    api = FakeApi([exc])
+    with pytest.raises(ApiError) as e:
+        _client.Client(api, timeout=3).request("POST", "/x", body={}, retry_for=0)
+    assert words in e.value.msg and e.value.status == 0
+    assert "Traceback" not in e.value.msg and "Errno" not in e.value.msg
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("gpu-node-1\n", "is not a kubeconfig"),
+        ("- a\n- b\n", "is not a kubeconfig"),
+        ("a: [unclosed\n", "is not YAML"),
+    ],
+)
+def test_a_file_that_is_not_a_kubeconfig_is_named(tmp_path, text, words):
+    path = tmp_path / "config"
+    path.write_text(text)
+    with pytest.raises(GangError) as e:
+        _client.Client.from_params({"kubeconfig": str(path)})
+    assert words in e.value.msg and str(path) in e.value.msg and "kubeconfig" in e.value.msg
+
+
+def test_a_missing_certificate_file_names_its_option(tmp_path):
+    with pytest.raises(GangError) as e:
+        _client.Client.from_params({"host": "https://127.0.0.1:1", "ca_cert": str(tmp_path / "ca.crt")})
+    assert e.value.msg.startswith("ca_cert ") and "ca.crt" in e.value.msg
+
+
+def test_a_server_that_accepts_and_never_answers_fails_within_api_timeout():
+    """A real listener on loopback that accepts connections and never writes a byte."""
+    import socket
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    try:
+        host = f"https://127.0.0.1:{srv.getsockname()[1]}"
+        t0 = time.monotonic()
+        with pytest.raises(GangError) as e:
+            _client.Client.from_params(
+                {"host": host, "api_key": "x", "validate_certs": False, "api_timeout": 2, "kubeconfig": None}
+            )
+        took = time.monotonic() - t0
+    finally:
+        srv.close()
+    assert took < 6, took
+    assert host in e.value.msg and ("within 2s" in e.value.msg) and "api_timeout" in e.value.msg, e.value.msg

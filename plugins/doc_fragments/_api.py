@@ -1,0 +1,28 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+# Private to this collection: options every module has next to kubernetes.core's authentication
+# options. May change without notice.
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+requirements:
+  - python >= 3.10
+  - kubernetes >= 24.2.0 (the Python client; tested up to 37)
+  - PyYAML >= 5.1
+options:
+  api_timeout:
+    description:
+      - Seconds each Kubernetes API call may take, connecting and reading, including the first contact
+        (the server's version and API groups); a server that accepts the connection and never answers
+        fails the task with a timeout message naming it within this time.
+      - While the API server cannot be reached (a restart) a call is retried for this long too.
+      - A watch may stay open for its own length plus this time.
+    type: int
+    default: 30
+    version_added: 0.2.0
+"""

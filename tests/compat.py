@@ -1,0 +1,217 @@
+"""The supported-versions matrix, proven: one virtualenv per cell (Python × ansible-core × the
+``kubernetes`` client × kubernetes.core), each running the unit tests and a short check against the
+lab — gang_info, operator_gang in check mode, one gang_smoke_test to a ``gang_held_*`` verdict.
+
+    python tests/compat.py                 # every cell
+    python tests/compat.py oldest newest   # some cells (what make test runs)
+
+Virtualenvs and downloaded wheels are kept under the lab's build cache (outside the checkout), keyed
+by the cell's versions. kubernetes.core comes from the ``ansible`` community package of the version a
+cell names (PyPI, no Galaxy needed); only that collection is taken out of it. Prints a table and exits
+non-zero when any cell fails."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from lab import paths  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    name: str
+    python: str
+    ansible_core: str
+    kubernetes: str
+    # the ansible community package whose kubernetes.core the cell uses
+    ansible: str
+    extra: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"py{self.python}-core{self.ansible_core}-k8s{self.kubernetes}-ansible{self.ansible}"
+
+
+# The floor: the oldest ansible-core the collection declares (meta/runtime.yml), the oldest Python it
+# runs on, the oldest kubernetes client kubernetes.core accepts (its requirements: >= 24.2.0) and the
+# oldest kubernetes.core galaxy.yml accepts (5.0.x, bundled by ansible 10.0). The newest of each, and
+# the two between them. kubernetes 24.2.0 predates urllib3 2 (its error path calls getheaders()).
+CELLS = (
+    Cell("oldest", "3.10", "2.16.19", "24.2.0", "10.0.1", ("urllib3<2",)),
+    Cell("pinned", "3.11", "2.19.5", "33.1.0", "12.3.0"),
+    Cell("between", "3.12", "2.18.19", "36.0.3", "11.13.0"),
+    Cell("newest", "3.13", "2.21.5", "37.0.2", "14.5.0"),
+)
+
+
+def _root() -> Path:
+    return paths.cache_dir() / "compat"
+
+
+def _python(version: str) -> str:
+    """An interpreter of that minor version: pyenv's installs first (its shims may point elsewhere)."""
+    pyenv = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    cands = [
+        *sorted(Path(pyenv, "versions").glob(f"{version}.*/bin/python{version}")),
+        shutil.which(f"python{version}"),
+    ]
+    for cand in cands:
+        if cand and _run([cand, "-c", "import sys; print(sys.version_info[:2])"]).stdout.strip() == str(
+            tuple(int(x) for x in version.split("."))
+        ):
+            return str(cand)
+    raise RuntimeError(f"Python {version} not found (install it, e.g. pyenv install {version})")
+
+
+def _run(cmd, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+
+
+def _kubernetes_core(cell: Cell, site: Path) -> str:
+    """kubernetes.core out of the ansible package's wheel, into the venv's ansible_collections."""
+    wheels = _root() / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    found = sorted(wheels.glob(f"ansible-{cell.ansible}-*.whl"))
+    if not found:
+        p = _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", wheels, f"ansible=={cell.ansible}"])
+        if p.returncode:
+            raise RuntimeError(f"pip download ansible=={cell.ansible} failed: {p.stderr.strip()[-400:]}")
+        found = sorted(wheels.glob(f"ansible-{cell.ansible}-*.whl"))
+    prefix = "ansible_collections/kubernetes/core/"
+    with zipfile.ZipFile(found[0]) as z:
+        for name in z.namelist():
+            if name.startswith(prefix) and not name.endswith("/"):
+                target = site / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(z.read(name))
+        manifest = json.loads(z.read(prefix + "MANIFEST.json"))
+    return manifest["collection_info"]["version"]
+
+
+def build(cell: Cell) -> Path:
+    venv = _root() / cell.key
+    if (venv / ".ready").exists():
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)
+    p = _run([_python(cell.python), "-m", "venv", venv])
+    if p.returncode:
+        raise RuntimeError(f"venv for Python {cell.python} failed: {p.stderr.strip()[-400:]}")
+    pins = [
+        f"ansible-core=={cell.ansible_core}",
+        f"kubernetes=={cell.kubernetes}",
+        "PyYAML",
+        "jsonpatch",
+        "pytest",
+        *cell.extra,
+    ]
+    p = _run([venv / "bin/python", "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins])
+    if p.returncode:
+        raise RuntimeError(f"pip install {' '.join(pins)} failed: {p.stderr.strip()[-600:]}")
+    site = Path(
+        _run([venv / "bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    )
+    version = _kubernetes_core(cell, site)
+    (venv / "kubernetes.core").write_text(version)
+    (venv / ".ready").write_text(cell.key)
+    return venv
+
+
+def unit(venv: Path) -> tuple[bool, str]:
+    p = _run(
+        [venv / "bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/plugins"],
+        cwd=REPO,
+        timeout=900,
+    )
+    tail = (p.stdout.strip().splitlines() or [""])[-1]
+    return p.returncode == 0, tail if p.returncode == 0 else (p.stdout[-3000:] + p.stderr[-1000:])
+
+
+def module(venv: Path, lab, name: str, args: dict, check: bool = False) -> dict:
+    """One module through the cell's own ``ansible`` (ad-hoc, the built-in minimal output)."""
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "ANSIBLE_STDOUT_CALLBACK": "minimal",
+        "ANSIBLE_PYTHON_INTERPRETER": str(venv / "bin/python"),
+        "K8S_AUTH_KUBECONFIG": str(lab.kubeconfig),
+    }
+    cmd = [venv / "bin/ansible", "localhost", "-m", f"gangsched.kubeflow.{name}", "-a", json.dumps(args)]
+    p = _run(cmd + (["--check"] if check else []), cwd=REPO, env=env, timeout=600)
+    out = p.stdout
+    if "=> " not in out:
+        return {"failed": True, "msg": f"no result (rc {p.returncode}): {out[-500:]} {p.stderr[-800:]}"}
+    return json.loads(out.split("=> ", 1)[1])
+
+
+def lab_check(venv: Path, lab) -> tuple[bool, str]:
+    info = module(venv, lab, "gang_info", {})
+    if info.get("failed") or not any(s.get("kind") == "volcano" for s in info.get("schedulers", [])):
+        return False, f"gang_info: {info.get('msg') or info.get('schedulers')}"
+    op = module(venv, lab, "operator_gang", {"operator": "training_operator", "gang_scheduler": "volcano"}, check=True)
+    if op.get("failed") or op.get("scheduler_name") != "volcano":
+        return False, f"operator_gang --check: {op.get('msg') or op}"
+    smoke = module(
+        venv,
+        lab,
+        "gang_smoke_test",
+        {"gang_scheduler": "volcano", "replicas": 2, "expect": "running", "namespace": "compat-smoke", "timeout": 120},
+    )
+    if smoke.get("failed") or smoke.get("verdict") != "gang_held_running":
+        return False, f"gang_smoke_test: {smoke.get('verdict')} {smoke.get('msg', '')[:300]}"
+    return True, f"gang_info, operator_gang --check, smoke {smoke['verdict']}"
+
+
+def main(argv: list[str]) -> int:
+    wanted = [c for c in CELLS if not argv or c.name in argv]
+    if argv and len(wanted) != len(argv):
+        print(f"unknown cell in {argv}; cells: {', '.join(c.name for c in CELLS)}", file=sys.stderr)
+        return 2
+    from lab import scenarios
+    from lab.cluster import Lab
+
+    rows, lab = [], Lab()
+    t0 = time.monotonic()
+    lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, reuse=True, log=lambda *_: None)
+    scenarios.install_volcano(lab)
+    scenarios.install_training_operator(lab, gang_flag=None)
+    print(f"lab ready in {time.monotonic() - t0:.0f}s", flush=True)
+    for cell in wanted:
+        t = time.monotonic()
+        try:
+            venv = build(cell)
+            core = (venv / "kubernetes.core").read_text()
+            ok_u, why_u = unit(venv)
+            ok_l, why_l = lab_check(venv, lab)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            core, ok_u, why_u, ok_l, why_l = "?", False, str(e), False, "not run"
+        rows.append((cell, core, ok_u, why_u, ok_l, why_l, time.monotonic() - t))
+        print(f"{cell.name}: unit {'pass' if ok_u else 'FAIL'}, lab {'pass' if ok_l else 'FAIL'}", flush=True)
+    print()
+    print("| cell | Python | ansible-core | kubernetes client | kubernetes.core | unit | lab check | time |")
+    print("|---|---|---|---|---|---|---|---|")
+    for cell, core, ok_u, why_u, ok_l, why_l, took in rows:
+        u = f"pass ({why_u})" if ok_u else "FAIL"
+        ln = f"pass ({why_l})" if ok_l else "FAIL"
+        versions = f"{cell.python} | {cell.ansible_core} | {cell.kubernetes} | {core}"
+        print(f"| {cell.name} | {versions} | {u} | {ln} | {took:.0f} s |")
+    failed = [r for r in rows if not (r[2] and r[4])]
+    for cell, _, _, why_u, _, why_l, _ in failed:
+        print(f"\n--- {cell.name} ---\nunit: {why_u}\nlab: {why_l}")
+    print(f"\ncompat: {len(rows) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
