@@ -41,7 +41,7 @@ class CA:
             return
         directory.mkdir(parents=True, exist_ok=True)
         self.key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.UTC)
+        now = datetime.datetime.now(datetime.timezone.utc)
         self.cert = (
             x509.CertificateBuilder()
             .subject_name(_name("gangsched-lab-ca"))
@@ -65,7 +65,7 @@ class CA:
         if crt.exists() and keyp.exists():
             return crt, keyp
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.UTC)
+        now = datetime.datetime.now(datetime.timezone.utc)
         usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
         builder = (
             x509.CertificateBuilder()
