@@ -261,6 +261,10 @@ class PodRun:
         self.last_status: str | None = None
         self.last_ready: str | None = None
         self.stopping = False
+        # held by tick() for its whole round and by stop() while it marks the pod stopping: a tick in
+        # progress (the runner loop's thread) finishes before stop() (the watch thread) goes on to stop
+        # the containers, and no tick after that starts one
+        self.lock = threading.Lock()
         self.created = now()
 
     # ---- set-up --------------------------------------------------------------------------------
@@ -446,9 +450,13 @@ class PodRun:
         log(f"started {self.ns}/{self.name}:{ctr.name} pid {ctr.proc.pid}: {' '.join(argv[1:])[:300]}")
 
     def tick(self) -> None:
-        """Start, reap and restart containers; push status when it changed."""
-        if self.stopping:
-            return
+        """Start, reap and restart containers; push status when it changed. Never for a stopped pod."""
+        with self.lock:
+            if self.stopping:
+                return
+            self._tick()
+
+    def _tick(self) -> None:
         policy = self.pod["spec"].get("restartPolicy", "Always")
         for ctr in self.containers:
             term = ctr.reap()
@@ -537,7 +545,8 @@ class PodRun:
         return f"{self.name}-{CONTROL_PLANE_NODE}"
 
     def stop(self, grace: float = 10.0) -> None:
-        self.stopping = True
+        with self.lock:
+            self.stopping = True
         for ctr in self.containers:
             ctr.stop(grace)
         log(f"stopped {self.ns}/{self.name}")

@@ -143,3 +143,52 @@ def test_runner_query_lists_every_runner_image():
     q = nodes.runner_image_query()
     names = yaml.safe_load(q.split(" as $n")[0])
     assert sorted(names) == sorted(images.V.IMAGES)
+
+
+def test_runner_tick_in_progress_cannot_start_a_container_for_a_pod_being_stopped(tmp_path, monkeypatch):
+    """The runner loop ticks pods on its thread while the pod watch stops them on another: a tick that
+    is starting a container when stop() comes must not leave that container running."""
+    import threading
+    import types
+
+    from lab import runner as r
+
+    class Proc:
+        def __init__(self):
+            self.dead = False
+
+        def poll(self):
+            return 0 if self.dead else None
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_start(self, ctr):
+        entered.set()
+        release.wait(2)  # stop() arrives while the container is being started
+        ctr.proc = Proc()
+
+    def stop_container(self, grace=10.0):
+        if self.proc is not None:
+            self.proc.dead = True
+
+    monkeypatch.setattr(r.PodRun, "start_container", slow_start)
+    monkeypatch.setattr(r.PodRun, "push_status", lambda self, force=False: None)
+    monkeypatch.setattr(r.Container, "stop", stop_container)
+    fake_runner = types.SimpleNamespace(lab=types.SimpleNamespace(pods=tmp_path), allocate_ip=lambda: "10.245.0.1")
+    pod = {
+        "metadata": {"namespace": "ns", "name": "p", "uid": "u"},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/kube-scheduler:v1.33.5"}]},
+    }
+    run = r.PodRun(fake_runner, pod)
+    ticking = threading.Thread(target=run.tick)
+    ticking.start()
+    assert entered.wait(2)
+    stopping = threading.Thread(target=run.stop)
+    stopping.start()
+    stopping.join(0.2)  # stop() waits for the tick in progress ...
+    release.set()
+    ticking.join(2)
+    stopping.join(2)
+    assert not any(c.alive() for c in run.containers), "a container outlived its pod's stop()"
+    run.tick()  # ... and no tick after stop() starts one again
+    assert not any(c.alive() for c in run.containers)
