@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo scheduler-demo collection test venv build up down status lint bench clean sanity molecule
+.PHONY: demo scheduler-demo collection test compat venv build up down status lint bench clean sanity molecule tarball changelog
 
 GANG_SCHEDULER ?= volcano
 SCHEDULER_PLUGINS_MODE ?= second
@@ -21,11 +21,15 @@ collection: ## the checkout as the collection gangsched.kubeflow (.collections/a
 	mkdir -p .collections/ansible_collections/gangsched
 	ln -sfn ../../.. .collections/ansible_collections/gangsched/kubeflow
 
-test: build ## lint, sanity, unit tests, lab and module tests, the playbooks, then every Molecule scenario (each on a fresh lab)
-	$(MAKE) lint sanity
-	$(PY) -m pytest -q tests/unit tests/lab
-	$(PY) -m pytest -q tests/playbooks
-	$(MAKE) molecule
+test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks, then every Molecule scenario; each stage's time
+	tests/stage.sh lint-sanity $(MAKE) lint sanity
+	tests/stage.sh unit-lab $(PY) -m pytest -q tests/unit tests/lab
+	tests/stage.sh compat $(PY) tests/compat.py oldest newest
+	tests/stage.sh playbooks $(PY) -m pytest -q tests/playbooks
+	tests/stage.sh molecule $(MAKE) molecule
+
+compat: build ## the supported-versions matrix: a venv per cell (Python, ansible-core, kubernetes client, kubernetes.core), unit tests and a lab check in each
+	$(PY) tests/compat.py $(CELLS)
 
 molecule: build ## every Molecule scenario (extensions/molecule/*): a fresh lab, converge, idempotence, verify, cleanup
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/molecule test --all
@@ -48,11 +52,20 @@ down:
 status:
 	$(PY) -m lab status
 
-lint: venv ## ruff, ansible-doc must render every module, ansible-lint (production profile) over roles, playbooks and Molecule scenarios
+lint: venv ## ruff, ansible-doc must render every module, ansible-lint (production profile) over the whole collection, changelog lint and fragments, the built tarball
 	$(VENV)/bin/ruff check lab tests bench plugins
 	$(VENV)/bin/ruff format --check lab tests bench plugins
 	$(VENV)/bin/python tests/render_docs.py
-	$(VENV)/bin/ansible-lint roles playbooks extensions
+	$(VENV)/bin/ansible-lint
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/antsibull-changelog lint
+	$(VENV)/bin/python tests/changelog_check.py
+	$(MAKE) tarball
+
+tarball: venv ## ansible-galaxy collection build: no developer file in it, installs offline, ansible-doc works from the install
+	$(VENV)/bin/python tests/tarball_check.py
+
+changelog: venv ## changelogs/changelog.yaml and CHANGELOG.rst from the fragments, for galaxy.yml's version
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/antsibull-changelog release --reload-plugins
 
 bench: build collection ## prints the lab's figures, then the collection's (site.yml, smoke test, gang_info at 1,000 nodes)
 	$(PY) bench/lab_figures.py
@@ -61,5 +74,5 @@ bench: build collection ## prints the lab's figures, then the collection's (site
 clean: down
 	rm -rf .lab
 
-sanity: venv ## ansible-test sanity (compile, import, pep8, validate-modules, ansible-doc ...) on the collection
+sanity: venv ## every ansible-test sanity test (24: compile, import, pep8, pylint, validate-modules, yamllint, changelog ...) on the collection
 	$(PY) tests/sanity.py

@@ -78,13 +78,15 @@ def _run(cmd, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
 
 
-def _kubernetes_core(cell: Cell, site: Path) -> str:
+def _kubernetes_core(cell: Cell, venv: Path, site: Path) -> str:
     """kubernetes.core out of the ansible package's wheel, into the venv's ansible_collections."""
     wheels = _root() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     found = sorted(wheels.glob(f"ansible-{cell.ansible}-*.whl"))
     if not found:
-        p = _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", wheels, f"ansible=={cell.ansible}"])
+        p = _run(
+            [venv / "bin/python", "-m", "pip", "download", "-q", "--no-deps", "-d", wheels, f"ansible=={cell.ansible}"]
+        )
         if p.returncode:
             raise RuntimeError(f"pip download ansible=={cell.ansible} failed: {p.stderr.strip()[-400:]}")
         found = sorted(wheels.glob(f"ansible-{cell.ansible}-*.whl"))
@@ -122,7 +124,7 @@ def build(cell: Cell) -> Path:
     site = Path(
         _run([venv / "bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
     )
-    version = _kubernetes_core(cell, site)
+    version = _kubernetes_core(cell, venv, site)  # the cell's pip: ansible 13+ needs Python 3.12
     (venv / "kubernetes.core").write_text(version)
     (venv / ".ready").write_text(cell.key)
     return venv

@@ -24,5 +24,5 @@ options:
       - A watch may stay open for its own length plus this time.
     type: int
     default: 30
-    version_added: 0.2.0
+    version_added: 0.1.0
 """

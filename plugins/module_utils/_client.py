@@ -38,7 +38,7 @@ except ImportError:
     K8S_CORE_IMPORT_ERROR = traceback.format_exc()
 
 try:
-    import kubernetes  # noqa: F401 - only whether it is there
+    from kubernetes.dynamic import DynamicClient
 
     HAS_KUBERNETES = True
     KUBERNETES_IMPORT_ERROR = None
@@ -290,8 +290,6 @@ class Client:
 
     def __init__(self, api, server: str = "", timeout: float = DEFAULT_TIMEOUT):
         if not hasattr(api, "request") and hasattr(api, "call_api"):
-            from kubernetes.dynamic import DynamicClient
-
             api = DynamicClient(api)
         self.api = api
         self.server = server or getattr(getattr(api, "configuration", None), "host", "")

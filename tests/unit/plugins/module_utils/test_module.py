@@ -46,19 +46,20 @@ def test_a_bug_is_an_internal_error_with_its_traceback_in_exception(monkeypatch,
     def runner(client, params, check_mode, warn):
         raise TypeError("call_api() got an unexpected keyword argument 'query_params'")
 
-    # ansible-core >= 2.19 returns the traceback where the controller asks for it (as -vvv does);
-    # older ones always return it
-    try:
-        from ansible.module_utils.testing import patch_module_args  # noqa: F401
-    except ImportError:
-        ask = {}
-    else:
-        ask = {"_ansible_tracebacks_for": ["error"]}
-    res, _ = _run(monkeypatch, capsys, runner, ask)
+    # what the module hands to fail_json (how a controller shows ``exception`` varies by ansible-core)
+    handed = {}
+    real_fail = _module.AnsibleModule.fail_json
+
+    def fail_json(self, msg, **kw):
+        handed.update(kw, msg=msg)
+        real_fail(self, msg=msg, **kw)
+
+    monkeypatch.setattr(_module.AnsibleModule, "fail_json", fail_json)
+    res, _ = _run(monkeypatch, capsys, runner)
     assert res["failed"] is True
     assert "Internal error" in res["msg"] and "TypeError" in res["msg"] and "bug" in res["msg"]
     assert "network" in res["msg"] and "Failed to reach" not in res["msg"] and "query_params" not in res["msg"]
-    assert "Traceback" in res["exception"] and "query_params" in res["exception"]
+    assert "Traceback" in handed["exception"] and "query_params" in handed["exception"]
 
 
 def test_a_gang_error_fails_with_its_message(monkeypatch, capsys):
