@@ -28,6 +28,10 @@ sys.path.insert(0, str(REPO))
 from lab import paths  # noqa: E402
 
 
+# bump when what goes into a cell's venv changes, so cached venvs are rebuilt
+RECIPE = "2"
+
+
 @dataclasses.dataclass(frozen=True)
 class Cell:
     name: str
@@ -40,7 +44,7 @@ class Cell:
 
     @property
     def key(self) -> str:
-        return f"py{self.python}-core{self.ansible_core}-k8s{self.kubernetes}-ansible{self.ansible}"
+        return f"py{self.python}-core{self.ansible_core}-k8s{self.kubernetes}-ansible{self.ansible}-r{RECIPE}"
 
 
 # The floor: the oldest ansible-core the collection declares (meta/runtime.yml), the oldest Python it
@@ -116,6 +120,7 @@ def build(cell: Cell) -> Path:
         "jsonpatch",
         "pytest",
         "pytest-timeout",
+        "cryptography",  # the lab's own code, for --lab-tests
         *cell.extra,
     ]
     p = _run([venv / "bin/python", "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins])
@@ -150,7 +155,9 @@ def module(venv: Path, lab, name: str, args: dict, check: bool = False) -> dict:
         "ANSIBLE_PYTHON_INTERPRETER": str(venv / "bin/python"),
         "K8S_AUTH_KUBECONFIG": str(lab.kubeconfig),
     }
-    cmd = [venv / "bin/ansible", "localhost", "-m", f"gangsched.kubeflow.{name}", "-a", json.dumps(args)]
+    cmd = [venv / "bin/ansible", "localhost", "-m", f"gangsched.kubeflow.{name}"] + (
+        ["-a", json.dumps(args)] if args else []
+    )
     p = _run(cmd + (["--check"] if check else []), cwd=REPO, env=env, timeout=600)
     out = p.stdout
     if "=> " not in out:
