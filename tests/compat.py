@@ -27,7 +27,6 @@ sys.path.insert(0, str(REPO))
 
 from lab import paths  # noqa: E402
 
-
 # bump when what goes into a cell's venv changes, so cached venvs are rebuilt
 RECIPE = "2"
 
