@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from lab import paths  # noqa: E402
 
 # bump when what goes into a cell's venv changes, so cached venvs are rebuilt
-RECIPE = "2"
+RECIPE = "3"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +82,8 @@ def _run(cmd, **kw) -> subprocess.CompletedProcess:
 
 
 def _kubernetes_core(cell: Cell, venv: Path, site: Path) -> str:
-    """kubernetes.core out of the ansible package's wheel, into the venv's ansible_collections."""
+    """kubernetes.core out of the ansible package's wheel, into the venv's ansible_collections (and
+    ansible.posix, whose json callback the lab tests read results with)."""
     wheels = _root() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     found = sorted(wheels.glob(f"ansible-{cell.ansible}-*.whl"))
@@ -96,7 +97,7 @@ def _kubernetes_core(cell: Cell, venv: Path, site: Path) -> str:
     prefix = "ansible_collections/kubernetes/core/"
     with zipfile.ZipFile(found[0]) as z:
         for name in z.namelist():
-            if name.startswith(prefix) and not name.endswith("/"):
+            if name.startswith((prefix, "ansible_collections/ansible/posix/")) and not name.endswith("/"):
                 target = site / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(z.read(name))
