@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Filters the roles use to render what they would apply (GitOps) and to edit a kube-scheduler static
 pod manifest. Each is documented in the YAML file of the same name next to this one."""
 
@@ -11,7 +12,7 @@ import os
 import re
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _gang_rbac, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _flags, _gang_rbac, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import OPERATORS, _record_update
 
@@ -215,6 +216,18 @@ def condition_true(objects, condition: str) -> list[str]:
     return out
 
 
+def gang_slots(nodes, gpus_per_member) -> int:
+    """Members of ``gpus_per_member`` GPUs that fit at once on gang_info's ``nodes``, node by node
+    (the smoke test's own slot arithmetic)."""
+    if not isinstance(nodes, list) or not all(isinstance(n, dict) for n in nodes):
+        raise AnsibleFilterError(f"gang_slots needs gang_info's nodes (a list of dicts), got {type(nodes).__name__}")
+    try:
+        per = _capacity.quantity(gpus_per_member)
+        return _capacity.member_slots(nodes, per)
+    except (ValueError, TypeError) as e:
+        raise AnsibleFilterError(f"gang_slots: gpus_per_member={gpus_per_member!r}: {e}") from e
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -225,4 +238,5 @@ class FilterModule:
             "static_pod_flag": static_pod_flag,
             "report_line": report_line,
             "condition_true": condition_true,
+            "gang_slots": gang_slots,
         }

@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: GPU (or any extended resource) capacity maths over node and pod
 objects: allocatable, requested, free per node, and whether a gang fits. Not a public API."""
 
@@ -44,7 +45,15 @@ def slim_pod(pod: dict) -> dict:
                 if spec.get(key)
             },
         },
-        "status": _pick(pod.get("status"), ("phase",)),
+        "status": {
+            **_pick(pod.get("status"), ("phase",)),
+            # whether a scheduler has looked at the pod yet (gang_info's stuck-scheduler check)
+            "conditions": [
+                _pick(c, ("type", "status", "reason"))
+                for c in (pod.get("status") or {}).get("conditions") or []
+                if c.get("type") == "PodScheduled"
+            ],
+        },
     }
 
 
@@ -119,9 +128,17 @@ def _num(x: float):
     return int(x) if float(x).is_integer() else x
 
 
+def member_slots(per_node: list[dict], per_pod: float) -> int:
+    """How many members of ``per_pod`` fit at once, node by node: a member lives on one node, so a node
+    with 3 free of 2-GPU members holds 1 (the third GPU is no use to it), whatever the total of free."""
+    if per_pod <= 0:
+        raise ValueError(f"a member's request must be > 0 to count slots (got {per_pod})")
+    return sum(int((n.get("free") or 0) // per_pod) for n in per_node if n.get("schedulable"))
+
+
 def gang_fits(per_node: list[dict], replicas: int, per_pod: float) -> tuple[bool, int]:
     """(fits, how many such pods fit) given free capacity per schedulable node."""
     if per_pod <= 0:
         return True, replicas
-    slots = sum(int(n["free"] // per_pod) for n in per_node if n["schedulable"])
+    slots = member_slots(per_node, per_pod)
     return slots >= replicas, slots

@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: flag surgery on a container's ``command`` and ``args``.
 
 A flag may sit in either list, as ``--name=value``, ``--name value`` or (Go's flag package)

@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: what gang_rbac does — a dedicated ClusterRole + ClusterRoleBinding per
 component ServiceAccount, owned by the collection, verified with SubjectAccessReview. Not a public API."""
 

@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: the facts gang_info gathers (read-only) and the problems it spots.
 Not a public API."""
 
@@ -32,7 +33,7 @@ GANG_KEYS = (
 def _ts(s: str | None) -> float | None:
     if not s:
         return None
-    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC).timestamp()
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def gang_key(pod: dict) -> str | None:
@@ -130,8 +131,20 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
                 f"--{o['gang_flag']}={v} needs CustomResourceDefinition {crd}, which is missing",
                 f"install {gang.replace('_', '-')} with its CRDs",
             )
-        if gang == "volcano" and not any(s["kind"] == "volcano" and s["ready"] for s in schedulers):
+        volcanos = [s for s in schedulers if s["kind"] == "volcano" and s["ready"]]
+        if gang == "volcano" and not volcanos:
             add(obj, f"--{o['gang_flag']}=volcano but no Volcano scheduler is running", "install Volcano")
+        elif gang == "volcano" and not any("volcano" in s["scheduler_names"] for s in volcanos):
+            where = "; ".join(
+                f"Deployment {s['namespace']}/{s['name']} serves {', '.join(s['scheduler_names'])}" for s in volcanos
+            )
+            add(
+                obj,
+                f"--{o['gang_flag']}=volcano names no scheduler: the running Volcano scheduler ({where}, from its "
+                "--scheduler-name) does not serve 'volcano'; members would stay Pending forever, unseen",
+                "remove --scheduler-name from the Volcano scheduler's args (it then serves volcano), or add "
+                "--scheduler-name=volcano",
+            )
         elif gang == "scheduler_plugins" and v not in running_names:
             if v == "scheduler-plugins" and sp_profiles:
                 add(
@@ -150,6 +163,21 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
         clash = mpijob_clash(client, o["operator"], o["_container"])
         if clash:
             add(obj, clash, "add --enable-scheme for each job kind except mpijob")
+    volcanos = [s for s in schedulers if s["kind"] == "volcano" and s["ready"]]
+    if (
+        volcanos
+        and not any("volcano" in s["scheduler_names"] for s in volcanos)
+        and not any(o["gang_value"] == "volcano" for o in ops)
+    ):
+        # no operator points at it yet: the Kubeflow operators' Volcano gangs would still be unseen
+        for s in volcanos:
+            add(
+                f"Deployment {s['namespace']}/{s['name']}",
+                f"the Volcano scheduler serves only {', '.join(s['scheduler_names'])} (--scheduler-name), not "
+                "'volcano': the pods of Kubeflow jobs gang-scheduled by Volcano (schedulerName volcano) would "
+                "stay Pending, unseen, while it reports Ready",
+                "remove --scheduler-name from its args (it then serves volcano), or add --scheduler-name=volcano",
+            )
     if len(plugins) > 1:
         add(
             ", ".join(p["daemonset"] for p in plugins),
@@ -162,6 +190,69 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
                 f"{s['source']} {s['namespace']}/{s['name']}",
                 "kube-batch is archived and does not run on current Kubernetes",
                 "move to Volcano (gangsched.kubeflow.volcano)",
+            )
+    return out
+
+
+def _where(s: dict) -> str:
+    return f"{s['source']} {s['namespace']}/{s['name']}"
+
+
+def stalled(pods: list[dict], schedulers: list[dict], ops: list[dict], now: float, threshold: float) -> list[dict]:
+    """Problems of gang schedulers that are Ready but make no progress: Pending pods with their
+    schedulerName that no scheduler has looked at (no PodScheduled condition at all) for ``threshold``
+    seconds or more. Pods naming a gang scheduler nobody serves ('volcano', or an operator's gang flag
+    value) are reported the same way."""
+    waiting: dict[str, list[tuple[float, str]]] = {}
+    for p in pods:
+        md, spec, st = p.get("metadata") or {}, p.get("spec") or {}, p.get("status") or {}
+        name = spec.get("schedulerName") or "default-scheduler"
+        if spec.get("nodeName") or md.get("deletionTimestamp") or st.get("phase", "Pending") != "Pending":
+            continue
+        if any(c.get("type") == "PodScheduled" for c in st.get("conditions") or []):
+            continue  # a scheduler looked at it (bound it, or wrote why it cannot)
+        age = now - (_ts(md.get("creationTimestamp")) or now)
+        if age >= threshold:
+            waiting.setdefault(name, []).append((age, f"{md.get('namespace')}/{md.get('name')}"))
+    out = []
+    pointed = {"volcano"} | {o["gang_value"] for o in ops if o.get("gang_value") not in (None, "true", "false")}
+    for name, found in sorted(waiting.items()):
+        found.sort(reverse=True)
+        eg = ", ".join(w for _, w in found[:3])
+        serving = [s for s in schedulers if name in (s.get("scheduler_names") or [])]
+        ready = [s for s in serving if s["ready"]]
+        if ready:
+            where = ", ".join(_where(s) for s in ready)
+            out.append(
+                {
+                    "object": where,
+                    "message": (
+                        f"{where} is Ready but makes no progress: {len(found)} Pending pod(s) with schedulerName "
+                        f"{name!r} were neither bound nor rejected by it for {int(found[0][0])}s (e.g. {eg}); it is "
+                        "frozen, hung or without its leader lease, and every gang for it waits"
+                    ),
+                    "fix": (
+                        "restart it (kubectl -n "
+                        + ready[0]["namespace"]
+                        + " rollout restart deployment/"
+                        + ready[0]["name"]
+                        + ") and read its log; then prove it with gangsched.kubeflow.gang_smoke_test"
+                    ),
+                }
+            )
+        elif name in pointed and not serving:
+            others = "; ".join(
+                f"{_where(s)} serves {', '.join(s.get('scheduler_names') or []) or 'nothing'}" for s in schedulers
+            )
+            out.append(
+                {
+                    "object": f"Pods {eg}",
+                    "message": (
+                        f"{len(found)} Pending pod(s) name scheduler {name!r}, which no running scheduler serves "
+                        f"({others or 'no gang scheduler found'}); they will never be scheduled"
+                    ),
+                    "fix": f"run a scheduler that serves {name!r}, or point the workloads at one that runs",
+                }
             )
     return out
 
@@ -202,6 +293,7 @@ def gather(client, params: dict, now: float) -> dict:
                 )
                 break
     probs = problems(client, ops, schedulers, crds, plugins)
+    probs += stalled(pods, schedulers, ops, now, params["partial_threshold_seconds"])
     for o in ops:
         o.pop("_container")
     gpu = [n for n in per_node if n["capacity"]]

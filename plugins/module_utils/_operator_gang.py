@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: what operator_gang does — decide the flag, preflight, patch (or
 dry-run it), wait, and report. Returns data; raises GangError. Not a public API."""
 

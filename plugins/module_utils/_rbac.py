@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: the gang rights each component needs (component x scheduler), rule
 coverage maths, and the SubjectAccessReview check as a ServiceAccount. Not a public API."""
 

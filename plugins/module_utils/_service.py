@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: reads and writes of the objects the modules work on, and discovery of
 the gang schedulers and Kubeflow operators running in a cluster. Raises, never fails a module.
 Not a public API."""
@@ -40,7 +41,7 @@ OPERATOR_IMAGES = {
 
 def image_repo(image: str) -> tuple[str, str]:
     """Repository without registry, and tag: registry.k8s.io/a/b:v1 -> ('a/b', 'v1')."""
-    name, _, digest = image.partition("@")
+    name, _at, digest = image.partition("@")
     tag = ""
     last = name.rsplit("/", 1)[-1]
     if ":" in last:
@@ -52,7 +53,7 @@ def image_repo(image: str) -> tuple[str, str]:
 
 
 def image_kind(image: str, table: dict) -> str | None:
-    repo, _ = image_repo(image)
+    repo = image_repo(image)[0]
     for suffix, kind in table.items():
         if repo == suffix or repo.endswith("/" + suffix):
             return kind

@@ -1,11 +1,14 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: the all-or-nothing verdict of a gang, fed pod watch events.
 
-States: the gang is *held pending* while no member is bound, for the settle time, or for the skew window
-after the scheduler marked every member unschedulable once all were there (the scheduler's own
-decision: nothing to wait for beyond the window in which it would bind the others); *held running* once
-every member runs;
+States: the gang is *held pending* only on the scheduler's own evidence: no member bound, and for the
+skew window after the scheduler marked every member unschedulable once all were there (its decision:
+nothing to wait for beyond the window in which it would bind the others). A gang that merely stays
+unbound (no member bound for the settle time, no such marks) is *unproven*: a frozen scheduler, or
+one that does not serve the members' schedulerName, looks exactly like that, so at the deadline it is
+*inconclusive*, never held pending. *held running* once every member runs;
 *partial* as soon as some members are bound while another stays unbound longer than the skew window
 (a gang scheduler binds all members within moments of each other). Events may come out of order or
 again after a re-list: per pod, an event older (by resourceVersion) than the last one seen is
@@ -20,6 +23,9 @@ GANG_HELD_PENDING = "gang_held_pending"
 PARTIAL = "partial"
 TIMEOUT = "timeout"
 ERROR = "error"
+# no member bound and no rejection by the scheduler: nothing proves the gang was held by a live scheduler
+INCONCLUSIVE = "inconclusive"
+VERDICTS = (GANG_HELD_RUNNING, GANG_HELD_PENDING, PARTIAL, TIMEOUT, ERROR, INCONCLUSIVE)
 
 
 def _rv(obj: dict) -> int:
@@ -52,6 +58,10 @@ class Gang:
     all_present_at: float | None = None
     partial_at: float | None = None
     held_pending_by: str | None = None
+    # the scheduler's Unschedulable condition on the gang's PodGroup (Volcano writes it; an operator that
+    # holds the pods back until the PodGroup is admitted leaves no pods to mark)
+    group_rejected_at: float | None = None
+    group_message: str | None = None
 
     # ---- feeding -----------------------------------------------------------------------------
     def observe(self, kind: str, pod: dict, t: float) -> None:
@@ -93,6 +103,18 @@ class Gang:
             self.all_present_at = t
         self.check_partial(t)
 
+    def observe_group(self, pg: dict | None, t: float) -> None:
+        """The gang's PodGroup as read at t: its Unschedulable condition while the scheduler keeps it from
+        being admitted (phase Pending); admitted (Inqueue, Running), its pods are the evidence again."""
+        status = (pg or {}).get("status") or {}
+        if status.get("phase") != "Pending":
+            self.group_rejected_at = self.group_message = None
+            return
+        for c in status.get("conditions") or []:
+            if c.get("type") == "Unschedulable" and c.get("status") == "True" and self.group_rejected_at is None:
+                self.group_rejected_at = t
+                self.group_message = c.get("message") or c.get("reason") or "Unschedulable"
+
     def _record(self, t: float, st: PodState, state: str) -> None:
         self.timeline.append({"t": round(t - (self.started or t), 3), "pod": st.name, "state": state, "node": st.node})
 
@@ -130,13 +152,18 @@ class Gang:
         (an earlier mark, such as "not enough siblings yet", does not count; later ones, as a scheduler
         re-tries each cycle, do not move it); None while it has not."""
         live = self.live()
-        if self.all_present_at is None or len(live) < self.size:
+        if self.all_present_at is None:
             return None
+        group = None
+        if self.group_rejected_at is not None and not any(p.node for p in live):
+            group = max(self.group_rejected_at, self.all_present_at)
+        if len(live) < self.size:
+            return group
         firsts = []
         for p in live:
             after = [m for m in p.marks if m >= self.all_present_at]
             if p.node or not p.unschedulable or not after:
-                return None
+                return group
             firsts.append(after[0])
         return max(firsts)
 
@@ -151,16 +178,41 @@ class Gang:
             if rejected is not None and t - rejected >= self.skew_seconds:
                 self.held_pending_by = "rejected"
                 return GANG_HELD_PENDING
-            if t - self.all_present_at >= settle_seconds:
-                self.held_pending_by = "settled"
-                return GANG_HELD_PENDING
         return None
 
+    def unproven(self, t: float, settle_seconds: float) -> bool:
+        """No member ever bound, every member there for the settle time, and no rejection of the whole
+        gang by the scheduler: the gang is unbound, but nothing says a scheduler decided so."""
+        return (
+            not self.ever_bound()
+            and self.all_present_at is not None
+            and t - self.all_present_at >= settle_seconds
+            and self.rejected_since() is None
+        )
+
+    def not_rejected(self) -> list[str]:
+        """Unbound members the scheduler has not marked unschedulable since the whole gang was there."""
+        if self.group_rejected_at is not None:
+            return []
+        out = []
+        for p in self.live():
+            after = [m for m in p.marks if self.all_present_at is not None and m >= self.all_present_at]
+            if not p.node and not (p.unschedulable and after):
+                out.append(p.name)
+        return sorted(out)
+
     def final(self, t: float, settle_seconds: float) -> str:
-        """At the deadline: what was seen, when no earlier verdict was reached."""
-        v = self.verdict(t, settle_seconds, "pending")
-        if v:
-            return v
+        """At the deadline: what was seen, when no earlier verdict was reached. Held pending needs the
+        scheduler's rejection; an unbound gang without it is inconclusive."""
+        if self.check_partial(t):
+            return PARTIAL
+        if len(self.running()) >= self.size:
+            return GANG_HELD_RUNNING
+        if not self.ever_bound() and self.all_present_at is not None and self.rejected_since() is not None:
+            self.held_pending_by = "rejected"
+            return GANG_HELD_PENDING
+        if self.unproven(t, settle_seconds):
+            return INCONCLUSIVE
         return TIMEOUT
 
     def summary(self) -> dict:
@@ -172,4 +224,6 @@ class Gang:
             "ever_bound": self.ever_bound(),
             "unschedulable": {p.name: p.unschedulable for p in self.live() if p.unschedulable},
             "held_pending_by": self.held_pending_by,
+            "podgroup_unschedulable": self.group_message,
+            "not_rejected": self.not_rejected() if self.all_present_at is not None and not self.ever_bound() else [],
         }

@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: list-then-watch with re-list on a broken or expired watch (an API
 server restart, 410 Gone), and the predicates the modules wait on. Not a public API."""
 

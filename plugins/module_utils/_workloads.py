@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: the objects a smoke test creates — a PodGroup and pods, or a
 PyTorchJob / TFJob / MPIJob for the Kubeflow operators — every one labelled with the run id, and
 the selector of the pods whose verdict counts. Not a public API."""

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -15,10 +16,28 @@ description:
     created (also on failure, timeout or SIGTERM). Every object carries the label
     C(gangsched.kubeflow/smoke-run=<run id>).
   - "Verdicts: V(gang_held_running) (every member Running), V(gang_held_pending) (no member ever bound,
-    and the scheduler marked every member unschedulable after all were there, O(skew_seconds) ago; or,
-    without such marks, no member bound for O(settle_seconds)), V(partial) (some members bound while another stayed unbound longer than
-    O(skew_seconds)), V(timeout), V(error) (with RV(cause): no PodGroup created, scheduler not running,
+    and the scheduler marked every member unschedulable after all were there, O(skew_seconds) ago: the
+    scheduler's own rejection of this gang), V(partial) (some members bound while another stayed unbound
+    longer than O(skew_seconds)), V(inconclusive) (no member bound, but the scheduler never rejected the
+    whole gang either, until O(timeout): nothing proves that a scheduler held it), V(timeout), V(error)
+    (with RV(cause): scheduler not running or not binding, name not served, no PodGroup created,
     forbidden ...)."
+  - "Liveness proof: a gang that stays unbound looks the same under a scheduler that holds it and one that
+    is frozen, hung, without its leader lease or serving another C(schedulerName) while its Deployment
+    says Ready. So before the gang is created, a canary is run: a gang of one (its own PodGroup and one
+    pod, no GPU, 10m CPU, labelled with the run id) for the gang's scheduler name. It must be bound within
+    O(liveness_timeout) seconds, else the verdict is V(error) with a cause naming the scheduler, and no
+    gang is run. When no member is bound for O(settle_seconds) and the scheduler has not rejected the
+    whole gang, a second canary is run; if that one is not bound the verdict is V(error) naming the
+    scheduler (it stopped scheduling), else the test waits for the rejection until O(timeout) and ends
+    V(inconclusive) without it. RV(liveness) gives the canaries' times."
+  - "Every input is checked before anything is created: O(namespace) is not a system namespace
+    (C(kube-system), C(kube-public), C(kube-node-lease), C(volcano-system), C(volcano-monitoring),
+    C(scheduler-plugins) or a namespace a gang scheduler runs in) unless O(allow_system_namespace);
+    O(report_dir) is a writable directory (created when missing, not in check mode); O(run_id) is a
+    valid label value that keeps object names within 63 characters; the durations are not negative; and
+    O(expect=running) with more members than fit is refused (members are counted per node: a node with 3
+    free GPUs holds one member of 2)."
   - The task fails when the verdict is not the expected one; the returned timeline says why.
   - With O(control=true) the same pods are then run without a gang on the default scheduler, to show
     the partial start gang scheduling prevents (its verdict is returned, not asserted).
@@ -29,19 +48,18 @@ author:
   - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gangsched.kubeflow._api
+  - gangsched.kubeflow._attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: partial
     details: Runs the preflight (CRDs, scheduler, capacity, expected verdict) and creates nothing.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
     details: >-
       It leaves nothing behind to diff; RV(ignore:changed) is true only when leftovers of an earlier run
       were removed (RV(stale_removed)).
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second run reports no change.
     support: full
     details: Each run creates and removes its own objects.
 options:
@@ -75,28 +93,49 @@ options:
     type: dict
     default: {nvidia.com/gpu: 1}
   expect:
-    description: Expected outcome; V(auto) is V(running) when the gang fits the free capacity, else V(pending).
+    description:
+      - Expected outcome; V(auto) is V(running) when the gang fits the free capacity, else V(pending).
+      - V(running) with more members than fit on the schedulable nodes (counted node by node) is refused
+        before anything is created.
     type: str
     default: auto
     choices: [running, pending, auto]
   namespace:
-    description: Namespace to run in; created (and removed again) when missing.
+    description:
+      - Namespace to run in; created (and removed again) when missing.
+      - A system namespace (Kubernetes' own, or one a gang scheduler runs in) is refused unless
+        O(allow_system_namespace=true).
     type: str
     default: gangsched-smoke
+  allow_system_namespace:
+    description: Allow O(namespace) to be a system namespace.
+    type: bool
+    default: false
   timeout:
-    description: Seconds to wait for a verdict.
+    description: Seconds to wait for a verdict (at least 1).
     type: int
     default: 180
   settle_seconds:
     description:
-      - How long no member may be bound before the gang counts as held pending, when the scheduler has not
-        marked every member unschedulable (once it has, O(skew_seconds) after its last mark is enough).
+      - How long no member may be bound, without the scheduler's rejection of every member, before the
+        scheduler's liveness is checked again with a second canary (not bound within O(liveness_timeout)
+        gives V(error); bound, the test waits for the rejection until O(timeout), else V(inconclusive)).
+        Never makes a verdict by itself. At least 0.
     type: int
     default: 20
   skew_seconds:
-    description: How long after the first bind the other members may still be unbound before it is a partial gang.
+    description:
+      - How long after the first bind the other members may still be unbound before it is a partial gang,
+        and how long after the scheduler's rejection of every member the gang counts as held pending.
+        At least 0.
     type: int
     default: 5
+  liveness_timeout:
+    description:
+      - Seconds the liveness canary (a pod of its own gang of one, no GPU, for the gang's scheduler name)
+        may take to be bound; not bound in time is V(error) naming the scheduler. At least 1.
+    type: int
+    default: 30
   control:
     description: Also run the same pods without a gang on the default scheduler.
     type: bool
@@ -106,10 +145,15 @@ options:
     type: bool
     default: true
   report_dir:
-    description: Directory for C(gang-smoke-<run id>.json), C(.xml) (JUnit) and C(.svg) (timeline).
+    description:
+      - Directory for C(gang-smoke-<run id>.json), C(.xml) (JUnit) and C(.svg) (timeline).
+      - Checked (and created when missing, except in check mode) before anything is created.
     type: path
   run_id:
-    description: Id for the labels and names; random when not set.
+    description:
+      - Id for the labels and names; random when not set.
+      - A label value usable in names, lower-case letters, digits and C(-), at most 63 characters and short
+        enough that C(smoke-<run id>-control-worker-<replicas>) fits 63.
     type: str
 seealso:
   - module: gangsched.kubeflow.gang_info
@@ -140,7 +184,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 verdict:
-  description: The verdict; null in check mode.
+  description:
+    - The verdict; null in check mode. One of V(gang_held_running), V(gang_held_pending), V(partial),
+      V(inconclusive), V(timeout), V(error).
   returned: always
   type: str
   sample: gang_held_pending
@@ -155,10 +201,21 @@ ok:
   type: bool
   sample: true
 cause:
-  description: Why the verdict is V(error).
-  returned: when the verdict is error
+  description:
+    - Why the verdict is V(error), V(inconclusive), or an unexpected V(gang_held_pending) or V(timeout);
+      it names the scheduler (its Deployment, or who runs instead when none serves the name).
+  returned: when the verdict is error, inconclusive, or not the expected one
   type: str
-  sample: "scheduler not running: no ready scheduler serves 'volcano'"
+  sample: "scheduler 'volcano' (Volcano Deployment volcano-system/vc-scheduler) did not bind the liveness canary ..."
+liveness:
+  description:
+    - The liveness proof. C(canary_seconds) is how long the first canary took to be bound (null when it
+      was not bound within C(timeout)). C(recheck_seconds) is the same for the second canary, run only when no
+      member was bound or rejected for O(settle_seconds) (null when not run or not bound).
+      C(recheck_error) is the API error of a re-check that could not be made (it is tried again later).
+  returned: when the test ran
+  type: dict
+  sample: {"canary_seconds": 1.02, "recheck_seconds": null, "timeout": 30}
 capacity:
   description: Free GPUs on schedulable nodes, whether the gang fits, and how many members would fit.
   returned: always
@@ -169,6 +226,31 @@ scheduler_name:
   returned: always
   type: str
   sample: volcano
+workload:
+  description: What ran (O(workload)).
+  returned: with O(state=present)
+  type: str
+  sample: pytorchjob
+gang_scheduler:
+  description: The gang scheduler tested (O(gang_scheduler)).
+  returned: with O(state=present)
+  type: str
+  sample: volcano
+replicas:
+  description: Members of the gang (O(replicas)).
+  returned: with O(state=present)
+  type: int
+  sample: 4
+namespace:
+  description: The namespace the test ran in (O(namespace)).
+  returned: with O(state=present)
+  type: str
+  sample: gangsched-smoke
+skipped_reason:
+  description: Why the test did not run (check mode creates no pods); RV(verdict) and RV(ok) are null then.
+  returned: in check mode, when the preflight passed
+  type: str
+  sample: "check mode: the smoke test creates pods, so it did not run"
 run_id:
   description: The run id in every created object's labels.
   returned: when the test ran
@@ -177,8 +259,10 @@ run_id:
 gang:
   description:
     - What was seen of the gang — bound, running, unbound and ever-bound members, and the timeline.
-    - C(held_pending_by) says how a V(gang_held_pending) verdict was reached, C(rejected) (the scheduler marked
-      every member unschedulable) or C(settled) (no member bound for O(settle_seconds)); null otherwise.
+    - C(held_pending_by) is C(rejected) for a V(gang_held_pending) verdict (the scheduler marked every member
+      unschedulable after the whole gang existed, the only way to reach it); null otherwise.
+    - C(not_rejected) lists the unbound members the scheduler did not mark unschedulable after the whole
+      gang existed (what an V(inconclusive) verdict misses).
   returned: when the test ran
   type: dict
   sample: {"verdict": "gang_held_pending", "bound": [], "held_pending_by": "rejected",
@@ -209,11 +293,7 @@ reports:
   sample: {"json": "reports/gang-smoke-3f2a9c1d.json"}
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import Client, check_requirements
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import with_auth
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._report import write
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke import run
 
 
@@ -230,6 +310,8 @@ def argument_spec() -> dict:
         timeout=dict(type="int", default=180),
         settle_seconds=dict(type="int", default=20),
         skew_seconds=dict(type="int", default=5),
+        liveness_timeout=dict(type="int", default=30),
+        allow_system_namespace=dict(type="bool", default=False),
         control=dict(type="bool", default=False),
         cleanup=dict(type="bool", default=True),
         report_dir=dict(type="path"),
@@ -238,31 +320,7 @@ def argument_spec() -> dict:
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec=argument_spec(),
-        supports_check_mode=True,
-        required_if=[("state", "present", ["gang_scheduler"])],
-    )
-    check_requirements(module)
-    try:
-        client = Client.from_params(module.params)
-        result = run(client, module.params, module.check_mode, module.warn)
-    except GangError as e:
-        module.fail_json(msg=e.msg, **e.details)
-    if module.params["report_dir"] and result.get("verdict") is not None:
-        result["reports"] = write(module.params["report_dir"], result)
-    if result.get("left_behind"):
-        module.warn(f"objects left after cleanup: {', '.join(result['left_behind'])}")
-    if result.get("ok") is False:
-        g = result.get("gang") or {}
-        why = result.get("cause") or (
-            f"bound {len(g.get('bound', []))}/{result['replicas']}, running {len(g.get('running', []))}, "
-            f"unbound {', '.join(g.get('unbound', [])) or 'none'}"
-        )
-        module.fail_json(
-            msg=f"Gang smoke test: verdict {result['verdict']}, expected {result['expected']} ({why})", **result
-        )
-    module.exit_json(**result)
+    execute(argument_spec(), run, required_if=[("state", "present", ["gang_scheduler"])])
 
 
 if __name__ == "__main__":

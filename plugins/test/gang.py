@@ -1,5 +1,6 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Tests the roles use; each is documented in the YAML file of the same name next to this one."""
 
 from __future__ import annotations

@@ -1,16 +1,25 @@
 """gang_smoke_test against the lab (4 GPU nodes x 1 GPU): N vs N-1 GPUs gives gang_held_pending then
 gang_held_running for Volcano and scheduler-plugins, with plain pods and with a PyTorchJob through
 training-operator; the no-gang control is partial; an operator without its gang flag gives an error
-verdict naming the missing PodGroup; check mode creates nothing; bad inputs fail and create nothing."""
+verdict naming the missing PodGroup; check mode creates nothing; bad inputs fail and create nothing.
+Faults injected for real: vc-scheduler frozen (SIGSTOP), serving another --scheduler-name, scaled to 0
+— never a held-pending verdict, the cause names the scheduler, gang_info reports it; and the role's
+gangs sized node by node on 3 nodes x 2 GPUs + 2 nodes x 1 GPU."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
 
 import pytest
-from lab_ansible import run_module
+from kubernetes import client as k
+from lab_ansible import BIN, REPO, ansible_env, run_module
 
-from lab import scenarios
+from lab import kube, nodes, procs, scenarios
 
 RUN_LABEL = "gangsched.kubeflow/smoke-run"
 
@@ -63,10 +72,13 @@ def test_pods_n_vs_n_minus_1(volcano, sp, core, tmp_path, scheduler):
     assert pending.get("failed") is not True, pending.get("msg")
     assert pending["verdict"] == "gang_held_pending" and pending["ok"] is True, pending
     assert pending["gang"]["ever_bound"] == [] and pending["gang"]["pods"] == 5
-    assert pending["gang"]["held_pending_by"] in ("rejected", "settled"), pending["gang"]
-    if scheduler == "volcano":
-        # Volcano marks every member of the gang it cannot place: the verdict need not wait settle_seconds
-        assert pending["gang"]["held_pending_by"] == "rejected", pending["gang"]
+    # held pending only on the scheduler's own rejection of every member, after a canary proved it live
+    assert pending["gang"]["held_pending_by"] == "rejected", pending["gang"]
+    assert pending["liveness"]["canary_seconds"] is not None, pending["liveness"]
+    print(
+        f"{scheduler}: canary bound in {pending['liveness']['canary_seconds']}s, held pending in "
+        f"{pending['gang']['seconds']}s"
+    )
     assert pending["control"]["verdict"] == "partial", pending["control"]
     assert len(pending["control"]["bound"]) == 4, pending["control"]
     reports = pending["reports"]
@@ -85,10 +97,10 @@ def test_wrong_expectation_fails_the_task_with_the_timeline(volcano, core):
     res = run_module(
         volcano,
         "gang_smoke_test",
-        {"gang_scheduler": "volcano", "replicas": 5, "expect": "running", "timeout": 15, "settle_seconds": 5},
+        {"gang_scheduler": "volcano", "replicas": 4, "expect": "pending", "timeout": 15, "settle_seconds": 5},
     )
     assert res.get("failed") is True
-    assert "verdict gang_held_pending, expected running" in res["msg"], res["msg"]
+    assert "verdict gang_held_running, expected pending" in res["msg"], res["msg"]
     assert res["gang"]["timeline"], res
     assert _leftovers(core) == []
 
@@ -133,8 +145,15 @@ BAD = [
     ("resources-not-a-mapping", {"resources": "gpu"}, "resources"),
     ("unknown-workload", {"workload": "rayjob"}, "value of workload must be one of"),
     ("unknown-scheduler", {"gang_scheduler": "kube-batch"}, "value of gang_scheduler must be one of"),
-    ("timeout-zero", {"timeout": 0}, "timeout must be > 0"),
-    ("settle-zero", {"settle_seconds": 0}, "settle_seconds must be > 0"),
+    ("timeout-zero", {"timeout": 0}, "timeout must be >= 1"),
+    ("settle-negative", {"settle_seconds": -1}, "settle_seconds must be >= 0"),
+    ("skew-negative", {"skew_seconds": -1}, "skew_seconds must be >= 0"),
+    ("liveness-zero", {"liveness_timeout": 0}, "liveness_timeout must be >= 1"),
+    ("kube-system", {"namespace": "kube-system"}, "namespace 'kube-system' is a system namespace"),
+    ("scheduler-namespace", {"namespace": "volcano-system"}, "allow_system_namespace=true"),
+    ("run-id", {"run_id": "Bad Run!"}, "run_id 'Bad Run!' is not usable"),
+    ("report-dir-not-writable", {"report_dir": "/proc/version/reports"}, "report_dir '/proc/version/reports'"),
+    ("running-more-than-fit", {"replicas": 500, "expect": "running"}, "only 4 member(s) of 1 nvidia.com/gpu fit"),
     ("tfjob-crd-missing", {"workload": "tfjob"}, "CustomResourceDefinition tfjobs.kubeflow.org is missing"),
     (
         "sp-name-nobody-serves",
@@ -156,4 +175,191 @@ def test_bad_input_fails_and_creates_nothing(volcano, sp, core, case, override, 
     res = run_module(volcano, "gang_smoke_test", args)
     assert res.get("failed") is True, res
     assert message in res["msg"], res["msg"]
+    assert _leftovers(core) == []
+
+
+# ---- faults injected for real ------------------------------------------------------------------------
+WHO = "scheduler 'volcano' (Volcano Deployment volcano-system/vc-scheduler)"
+VC = ("volcano-system", "vc-scheduler")
+
+
+def _vc_pids(lab) -> list[int]:
+    """The vc-scheduler processes the runner runs (podexec execs it: the pid in the pod's dir)."""
+    pids = [procs.read_pid(p) for p in lab.pods.glob(f"{VC[0]}_{VC[1]}-*/{VC[1]}.pid")]
+    return [p for p in pids if procs.alive(p)]
+
+
+def _vc_pid(lab) -> int:
+    alive = _vc_pids(lab)
+    assert len(alive) == 1, f"vc-scheduler processes: {alive}"
+    return alive[0]
+
+
+@contextmanager
+def frozen(lab):
+    """vc-scheduler stopped with SIGSTOP (its pod stays Running and Ready), resumed whatever happens."""
+    pid = _vc_pid(lab)
+    os.killpg(pid, signal.SIGSTOP)
+    try:
+        yield pid
+    finally:
+        os.killpg(pid, signal.SIGCONT)
+
+
+def _rolled_out(lab, apps, core, replicas: int, args_ok) -> None:
+    def done():
+        d = apps.read_namespaced_deployment(VC[1], VC[0])
+        st = d.status
+        if st.observed_generation != d.metadata.generation or (st.updated_replicas or 0) != replicas:
+            return False
+        pods = [p for p in core.list_namespaced_pod(VC[0], label_selector=f"app={VC[1]}").items]
+        if len(pods) != replicas or (st.ready_replicas or 0) != replicas:
+            return False
+        return all(args_ok(p.spec.containers[0].args or []) for p in pods)
+
+    kube.wait_for(done, 90, f"Deployment {VC[0]}/{VC[1]} rolled out to {replicas}")
+    if replicas:
+        kube.wait_for(lambda: len(_vc_pids(lab)) == 1, 30, "one vc-scheduler process")
+
+
+def _smoke_args(**over) -> dict:
+    return {
+        "gang_scheduler": "volcano",
+        "replicas": 2,
+        "timeout": 30,
+        "settle_seconds": 5,
+        "liveness_timeout": 5,
+        **over,
+    }
+
+
+def _problems(lab, threshold: int = 60) -> list[str]:
+    info = run_module(lab, "gang_info", {"partial_threshold_seconds": threshold})
+    assert info.get("failed") is not True, info.get("msg")
+    return [f"{p['object']}: {p['message']}" for p in info["problems"]]
+
+
+@pytest.mark.parametrize("expect", ["pending", "auto"])
+def test_frozen_scheduler_is_not_a_proof_and_is_named(volcano, core, namespace, expect):
+    with frozen(volcano):
+        t0 = time.monotonic()
+        res = run_module(volcano, "gang_smoke_test", _smoke_args(expect=expect))
+        took = time.monotonic() - t0
+        assert res.get("failed") is True and res["verdict"] == "error", res
+        assert WHO in res["cause"] and "did not bind the liveness canary" in res["cause"], res["cause"]
+        assert "gang" not in res and res["liveness"]["canary_seconds"] is None, res
+        assert WHO in res["msg"]
+        print(f"frozen vc-scheduler, expect={expect}: error after {took:.1f}s (liveness_timeout 5)")
+        if expect == "pending":
+            # gang_info: a gang made now is never looked at while the Deployment says Ready
+            kube.apply(volcano, scenarios.gang(namespace, "stuck", 1, "volcano"))
+            time.sleep(4)
+            probs = _problems(volcano, threshold=3)
+            assert any("vc-scheduler is Ready but makes no progress" in p and "stuck-0" in p for p in probs), probs
+    assert _leftovers(core) == []
+    if expect == "pending":
+        kube.wait_for(
+            lambda: core.read_namespaced_pod("stuck-0", namespace).spec.node_name, 30, "stuck-0 bound once resumed"
+        )
+        assert not any("makes no progress" in p for p in _problems(volcano, threshold=3))
+
+
+def test_volcano_serving_another_name_is_no_proof_and_gang_info_reports_it(volcano, core, api):
+    apps = k.AppsV1Api(api)
+    orig = apps.read_namespaced_deployment(VC[1], VC[0]).spec.template.spec.containers[0].args
+
+    def set_args(args):
+        apps.patch_namespaced_deployment(
+            VC[1], VC[0], {"spec": {"template": {"spec": {"containers": [{"name": VC[1], "args": args}]}}}}
+        )
+
+    set_args([*orig, "--scheduler-name=lab-other"])
+    try:
+        _rolled_out(volcano, apps, core, 1, lambda a: "--scheduler-name=lab-other" in a)
+        res = run_module(volcano, "gang_smoke_test", _smoke_args(expect="pending"))
+        assert res.get("failed") is True and res["verdict"] == "error", res
+        assert "serves 'lab-other' (--scheduler-name)" in res["cause"], res["cause"]
+        assert _leftovers(core) == []
+        info = run_module(volcano, "gang_info", {})
+        (vc,) = [s for s in info["schedulers"] if s["kind"] == "volcano"]
+        assert vc["scheduler_names"] == ["lab-other"] and vc["ready"] is True, vc
+        probs = [p["message"] for p in info["problems"]]
+        assert any("serves only lab-other (--scheduler-name), not 'volcano'" in p for p in probs), probs
+    finally:
+        set_args(orig)
+        _rolled_out(volcano, apps, core, 1, lambda a: a == orig)
+    assert not any("lab-other" in p for p in _problems(volcano))
+
+
+def test_scheduler_scaled_to_zero_is_an_error_naming_it(volcano, core, api):
+    apps = k.AppsV1Api(api)
+    apps.patch_namespaced_deployment(VC[1], VC[0], {"spec": {"replicas": 0}})
+    try:
+        _rolled_out(volcano, apps, core, 0, lambda a: True)
+        res = run_module(volcano, "gang_smoke_test", _smoke_args(expect="auto"))
+        assert res.get("failed") is True and res["verdict"] == "error", res
+        assert (
+            "Volcano Deployment volcano-system/vc-scheduler serves 'volcano' but has no ready replica" in res["cause"]
+        ), res["cause"]
+        assert _leftovers(core) == []
+    finally:
+        apps.patch_namespaced_deployment(VC[1], VC[0], {"spec": {"replicas": 1}})
+        _rolled_out(volcano, apps, core, 1, lambda a: True)
+
+
+def test_role_sizes_its_gangs_node_by_node(volcano, api, core, added_nodes):
+    """3 nodes x 2 GPUs + 2 nodes x 1 GPU (the 4 x 1 GPU nodes cordoned): 8 GPUs free but 3 slots of 2."""
+    cordoned = [n.metadata.name for n in core.list_node(label_selector="nvidia.com/gpu.present=true").items]
+    for n in cordoned:
+        core.patch_node(n, {"spec": {"unschedulable": True}})
+    try:
+        for gpus in (2, 2, 2, 1, 1):
+            added_nodes.append(nodes.add(api, gpus))
+        nodes.wait_ready(api, names=added_nodes)
+        refused = run_module(
+            volcano,
+            "gang_smoke_test",
+            _smoke_args(replicas=4, expect="running", resources={"nvidia.com/gpu": 2}),
+        )
+        assert refused.get("failed") is True, refused
+        assert "only 3 member(s) of 2 nvidia.com/gpu fit" in refused["msg"], refused["msg"]
+        assert _leftovers(core) == []
+        extra = {"gang_smoke_test_gpus_per_member": 2, "gang_smoke_test_timeout": 60}
+        p = subprocess.run(
+            [
+                str(BIN / "ansible-playbook"),
+                "-i",
+                str(REPO / "inventories/lab"),
+                "gangsched.kubeflow.smoke_test",
+                "-e",
+                json.dumps(extra),
+            ],
+            env=ansible_env(volcano, {"GANGSCHED_LAB_DIR": str(volcano.root)}),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
+        out = json.loads(p.stdout)
+        facts = [
+            h["ansible_facts"]["gang_smoke_test_results"]
+            for play in out["plays"]
+            for t in play["tasks"]
+            for h in t["hosts"].values()
+            if "gang_smoke_test_results" in (h.get("ansible_facts") or {})
+        ]
+        (results,) = facts
+        assert [(r["verdict"], r["ok"]) for r in results] == [("gang_held_running", True), ("gang_held_pending", True)]
+        runs = [
+            h
+            for play in out["plays"]
+            for t in play["tasks"]
+            for h in t["hosts"].values()
+            if h.get("replicas") and h.get("verdict")
+        ]
+        assert [r["replicas"] for r in runs] == [3, 4], [r.get("replicas") for r in runs]
+    finally:
+        for n in cordoned:
+            core.patch_node(n, {"spec": {"unschedulable": False}})
     assert _leftovers(core) == []

@@ -25,12 +25,17 @@ def feed(gang, events):
         gang.observe(kind, obj, t)
 
 
-def test_all_pending_for_settle_time_is_held_pending():
+def test_all_pending_for_settle_time_without_rejection_is_unproven_never_held_pending():
     g = V.Gang(size=3)
-    # no scheduler marked them (none runs for them, or it says nothing): only the settle time tells
+    # no scheduler marked them (none runs for them, a frozen one, one serving another name): nothing tells
     feed(g, [(0.0, "ADDED", pod(f"p{i}", 10 + i)) for i in range(3)])
     assert g.verdict(5.0, settle_seconds=10, expect="pending") is None
-    assert g.verdict(10.0, settle_seconds=10, expect="pending") == V.GANG_HELD_PENDING
+    assert not g.unproven(5.0, 10)
+    assert g.verdict(10.0, settle_seconds=10, expect="pending") is None
+    assert g.unproven(10.0, 10)
+    assert g.final(60.0, 10) == V.INCONCLUSIVE
+    assert g.summary()["held_pending_by"] is None
+    assert g.summary()["not_rejected"] == ["p0", "p1", "p2"]
 
 
 def test_every_member_rejected_after_all_exist_is_held_pending_after_the_skew_window():
@@ -87,8 +92,14 @@ def test_a_member_never_rejected_waits_for_the_settle_time():
         [(0.0, "ADDED", pod("a", 1)), (0.0, "ADDED", pod("b", 2)), (1.0, "MODIFIED", pod("a", 3, unschedulable="no"))],
     )
     assert g.verdict(15.0, settle_seconds=20, expect="pending") is None
-    assert g.verdict(20.0, settle_seconds=20, expect="pending") == V.GANG_HELD_PENDING
-    assert g.summary()["held_pending_by"] == "settled"
+    assert g.verdict(20.0, settle_seconds=20, expect="pending") is None
+    assert g.unproven(20.0, 20) and g.not_rejected() == ["b"]
+    assert g.final(180.0, 20) == V.INCONCLUSIVE
+    # the scheduler rejects the last one late: the rejection is the evidence, the settle time is not
+    feed(g, [(30.0, "MODIFIED", pod("b", 4, unschedulable="no"))])
+    assert not g.unproven(30.0, 20)
+    assert g.verdict(35.0, settle_seconds=20, expect="pending") == V.GANG_HELD_PENDING
+    assert g.summary()["held_pending_by"] == "rejected" and g.summary()["not_rejected"] == []
 
 
 def test_rejected_members_and_one_bound_is_partial_not_pending():
@@ -176,4 +187,32 @@ def test_expect_running_never_reports_pending_early_but_final_does():
     g = V.Gang(size=2)
     feed(g, [(0.0, "ADDED", pod("a", 1)), (0.0, "ADDED", pod("b", 2))])
     assert g.verdict(100.0, 10, "running") is None
-    assert g.final(100.0, 10) == V.GANG_HELD_PENDING
+    assert g.final(100.0, 10) == V.INCONCLUSIVE  # unbound, never rejected: nothing proven
+    feed(g, [(101.0, "MODIFIED", pod(n, 3 + i, unschedulable="0/4 nodes")) for i, n in enumerate("ab")])
+    assert g.verdict(200.0, 10, "running") is None
+    assert g.final(200.0, 10) == V.GANG_HELD_PENDING  # rejected by the scheduler: held, not as expected
+
+
+def _pg(phase, unschedulable=True):
+    conds = [{"type": "Unschedulable", "status": "True", "message": "5/0 tasks in gang unschedulable"}]
+    return {"status": {"phase": phase, "conditions": conds if unschedulable else []}}
+
+
+def test_podgroup_kept_pending_by_the_scheduler_is_its_rejection_when_the_operator_holds_the_pods_back():
+    g = V.Gang(size=5, skew_seconds=5)
+    g.all_present_at = 1.0  # the PodGroup is there; the operator creates no pod until it is admitted
+    g.observe_group(_pg("Pending", unschedulable=False), 1.0)
+    assert g.rejected_since() is None and g.unproven(30.0, 20)
+    g.observe_group(_pg("Pending"), 3.0)
+    assert g.rejected_since() == 3.0 and g.not_rejected() == []
+    assert g.verdict(7.9, 20, "pending") is None
+    assert g.verdict(8.0, 20, "pending") == V.GANG_HELD_PENDING and g.held_pending_by == "rejected"
+    assert g.summary()["podgroup_unschedulable"] == "5/0 tasks in gang unschedulable"
+
+
+def test_admitted_podgroup_does_not_count_as_rejected():
+    g = V.Gang(size=2, skew_seconds=1)
+    g.all_present_at = 0.0
+    g.observe_group(_pg("Pending"), 0.5)
+    g.observe_group(_pg("Inqueue"), 1.0)  # admitted: its pods come, they are the evidence
+    assert g.rejected_since() is None and g.verdict(10.0, 20, "pending") is None

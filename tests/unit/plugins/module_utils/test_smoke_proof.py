@@ -1,0 +1,422 @@
+"""gang_smoke_test's proof that cannot lie, without a cluster: every bad input refused before anything
+is created (a fake API client records every call), the liveness canary, the causes that name the
+scheduler, per-node slot arithmetic (module and the role's filter), and gang_info's checks of the
+served scheduler names and of a Ready scheduler that makes no progress."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slots
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _info, _smoke
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _verdict as V
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+
+CRD = {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
+NOW = 1_800_000_000.0
+
+
+def _node(name, gpus, schedulable=True):
+    return {
+        "metadata": {"name": name},
+        "spec": {"unschedulable": not schedulable},
+        "status": {
+            "capacity": {"nvidia.com/gpu": str(gpus)},
+            "allocatable": {"nvidia.com/gpu": str(gpus)},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _volcano(ns="volcano-system", args=(), ready=1):
+    return {
+        "metadata": {"namespace": ns, "name": "vc-scheduler"},
+        "spec": {
+            "template": {
+                "spec": {"containers": [{"name": "s", "image": "volcanosh/vc-scheduler:v1.10.0", "args": list(args)}]}
+            }
+        },
+        "status": {"readyReplicas": ready},
+    }
+
+
+FOUR_BY_ONE = [_node(f"g{i}", 1) for i in range(4)]
+MIXED = [_node(f"two-{i}", 2) for i in range(3)] + [_node(f"one-{i}", 1) for i in range(2)]
+
+
+class FakeClient:
+    """An API server in a dict: records every call; ``bind`` says whether pods get a node."""
+
+    def __init__(self, nodes=FOUR_BY_ONE, deployments=None, bind=True):
+        self.nodes = nodes
+        self.deployments = [_volcano()] if deployments is None else deployments
+        self.bind = bind
+        self.objects: dict[str, dict] = {}
+        self.calls: list[tuple[str, str]] = []
+
+    @property
+    def writes(self):
+        return [c for c in self.calls if c[0] != "GET"]
+
+    def request(self, method, path, body=None, query=None, **kw):
+        self.calls.append((method, path))
+        if method == "POST":
+            name = body["metadata"]["name"]
+            obj = {**body, "metadata": {**body["metadata"], "resourceVersion": "1"}}
+            if body["kind"] == "Pod" and self.bind:
+                obj["spec"] = {**body["spec"], "nodeName": "g0"}
+            self.objects[f"{path}/{name}"] = obj
+            return obj
+        if method == "DELETE":
+            if (query or {}).get("labelSelector"):
+                for p in [p for p in self.objects if p.startswith(path + "/")]:
+                    self.objects.pop(p)
+            else:
+                self.objects.pop(path, None)
+            return {}
+        return self.objects.get(path) or {}
+
+    def get(self, path, what="", query=None, retry_for=None):
+        return self.request("GET", path)
+
+    def get_or_none(self, path, what=""):
+        self.calls.append(("GET", path))
+        if "customresourcedefinitions" in path:
+            return CRD
+        return self.objects.get(path)
+
+    def list(self, path, what="", **query):
+        self.calls.append(("GET", path))
+        if path == "/apis/apps/v1/deployments":
+            return self.deployments
+        return [o for p, o in self.objects.items() if p.startswith(path + "/")]
+
+    list_or_empty = list
+
+    def scan(self, path, what="", keep=None, **query):
+        self.calls.append(("GET", path))
+        items = self.nodes if path == "/api/v1/nodes" else []
+        return [keep(i) for i in items] if keep else items
+
+
+def params(**over):
+    p = {
+        "state": "present",
+        "gang_scheduler": "volcano",
+        "scheduler_name": None,
+        "workload": "pods",
+        "replicas": 2,
+        "resources": {"nvidia.com/gpu": 1},
+        "expect": "auto",
+        "namespace": "gangsched-smoke",
+        "timeout": 30,
+        "settle_seconds": 5,
+        "skew_seconds": 1,
+        "liveness_timeout": 2,
+        "allow_system_namespace": False,
+        "control": False,
+        "cleanup": True,
+        "report_dir": None,
+        "run_id": None,
+    }
+    p.update(over)
+    return p
+
+
+BAD = [
+    ("replicas-zero", {"replicas": 0}, "replicas must be >= 1"),
+    ("quantity", {"resources": {"nvidia.com/gpu": "lots"}}, "is not a Kubernetes quantity"),
+    ("timeout-zero", {"timeout": 0}, "timeout must be >= 1 (got 0)"),
+    ("settle-negative", {"settle_seconds": -1}, "settle_seconds must be >= 0 (got -1)"),
+    ("skew-negative", {"skew_seconds": -1}, "skew_seconds must be >= 0 (got -1)"),
+    ("liveness-zero", {"liveness_timeout": 0}, "liveness_timeout must be >= 1 (got 0)"),
+    ("kube-system", {"namespace": "kube-system"}, "namespace 'kube-system' is a system namespace"),
+    ("kube-public", {"namespace": "kube-public"}, "namespace 'kube-public' is a system namespace"),
+    ("kube-node-lease", {"namespace": "kube-node-lease"}, "namespace 'kube-node-lease' is a system namespace"),
+    ("volcano-system", {"namespace": "volcano-system"}, "allow_system_namespace=true"),
+    ("scheduler-plugins", {"namespace": "scheduler-plugins"}, "is a system namespace"),
+    ("scheduler-own-ns", {"namespace": "gpu-sched"}, "namespace 'gpu-sched' is a system namespace"),
+    ("namespace-format", {"namespace": "Bad_NS"}, "namespace 'Bad_NS' is not a valid namespace name"),
+    ("run-id-format", {"run_id": "Bad Run!"}, "run_id 'Bad Run!' is not usable"),
+    ("run-id-63", {"run_id": "a" * 64}, "at most 63"),
+    ("run-id-names", {"run_id": "a" * 45}, "run_id '" + "a" * 45 + "' is too long"),
+    ("report-dir-under-a-file", {"report_dir": "FILE/reports"}, "report_dir"),
+    ("running-500", {"replicas": 500, "expect": "running"}, "only 4 member(s) of 1 nvidia.com/gpu fit"),
+    (
+        "running-per-node",
+        {"replicas": 4, "expect": "running", "resources": {"nvidia.com/gpu": 2}, "_nodes": MIXED},
+        "only 3 member(s) of 2 nvidia.com/gpu fit",
+    ),
+]
+
+
+@pytest.mark.parametrize("case,over,message", BAD, ids=[b[0] for b in BAD])
+@pytest.mark.parametrize("check_mode", [False, True], ids=["real", "check"])
+def test_bad_input_is_refused_before_anything_is_created(tmp_path, case, over, message, check_mode):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    over = dict(over)
+    if over.get("report_dir"):
+        over["report_dir"] = over["report_dir"].replace("FILE", str(a_file))
+    client = FakeClient(nodes=over.pop("_nodes", FOUR_BY_ONE), deployments=[_volcano(), _volcano("gpu-sched")])
+    with pytest.raises(GangError) as e:
+        _smoke.run(client, params(**over), check_mode, lambda m: None)
+    assert message in e.value.msg, e.value.msg
+    assert client.writes == [], client.writes
+    assert sorted(os.listdir(tmp_path)) == ["a-file"]
+
+
+def test_report_dir_is_created_before_the_test_but_not_in_check_mode(tmp_path):
+    where = tmp_path / "r" / "s"
+    client = FakeClient()
+    res = _smoke.run(client, params(report_dir=str(where), replicas=5), True, print)
+    assert res["verdict"] is None and not where.exists() and client.writes == []
+    # the runner writes the reports (here of a preflight error: no scheduler serves the name)
+    client = FakeClient(deployments=[])
+    res = _smoke.run(client, params(report_dir=str(where), replicas=2), False, print)
+    assert res["verdict"] == V.ERROR and where.is_dir()
+    assert sorted(os.listdir(where)) == [
+        "gang-smoke-preflight.json",
+        "gang-smoke-preflight.svg",
+        "gang-smoke-preflight.xml",
+    ]
+    assert res["reports"]["json"] == str(where / "gang-smoke-preflight.json")
+
+
+def test_system_namespace_with_allow_passes_validation():
+    client = FakeClient()
+    res = _smoke.run(client, params(namespace="kube-system", allow_system_namespace=True), True, print)
+    assert res["namespace"] == "kube-system" and res["verdict"] is None and client.writes == []
+
+
+@pytest.mark.parametrize(
+    "deployments,fragment",
+    [
+        ([_volcano(args=["--scheduler-name=other"])], "serves 'other' (--scheduler-name)"),
+        ([_volcano(ready=0)], "Volcano Deployment volcano-system/vc-scheduler serves 'volcano' but has no ready"),
+        ([], "no ready scheduler serves 'volcano'"),
+    ],
+    ids=["name-not-served", "scaled-to-0", "none"],
+)
+def test_scheduler_not_serving_or_not_ready_is_an_error_naming_it_and_nothing_is_created(deployments, fragment):
+    client = FakeClient(deployments=deployments)
+    res = _smoke.run(client, params(replicas=2), False, print)
+    assert res["verdict"] == V.ERROR and res["ok"] is False and fragment in res["cause"], res["cause"]
+    assert res["_failed"].startswith("Gang smoke test: verdict error")
+    assert client.writes == []
+
+
+def test_canary_not_bound_is_an_error_naming_the_scheduler_and_no_gang_is_created():
+    client = FakeClient(bind=False)
+    res = _smoke.run(client, params(replicas=2, expect="pending", liveness_timeout=1), False, print)
+    assert res["verdict"] == V.ERROR and res["ok"] is False
+    assert "scheduler 'volcano' (Volcano Deployment volcano-system/vc-scheduler)" in res["cause"], res["cause"]
+    assert "did not bind the liveness canary" in res["cause"]
+    assert res["liveness"] == {"canary_seconds": None, "recheck_seconds": None, "timeout": 1}
+    posted = [p for m, p in client.writes if m == "POST"]
+    # the namespace, the canary's PodGroup and pod: no gang member
+    assert posted == [
+        "/api/v1/namespaces",
+        "/apis/scheduling.volcano.sh/v1beta1/namespaces/gangsched-smoke/podgroups",
+        "/api/v1/namespaces/gangsched-smoke/pods",
+    ]
+    canary = [o for o in client.calls if o[0] == "DELETE" and o[1].endswith("-live1-0")]
+    assert canary, client.calls
+    assert client.objects == {}
+
+
+def _gang(size=2, rejected=False, present=0.0):
+    g = V.Gang(size=size, skew_seconds=1)
+    for i in range(size):
+        g.observe("ADDED", {"metadata": {"name": f"m{i}", "resourceVersion": str(i + 1)}, "status": {}}, present)
+    if rejected:
+        for i in range(size):
+            g.observe(
+                "MODIFIED",
+                {
+                    "metadata": {"name": f"m{i}", "resourceVersion": str(10 + i)},
+                    "status": {"conditions": [{"type": "PodScheduled", "status": "False", "message": "0/4 fit"}]},
+                },
+                present + 1,
+            )
+    return g
+
+
+WHO = "scheduler 'volcano' (Volcano Deployment volcano-system/vc-scheduler)"
+
+
+@pytest.mark.parametrize(
+    "verdict,expect,rejected,fragments",
+    [
+        (V.INCONCLUSIVE, "pending", False, [WHO, "never rejected the whole gang", "m0, m1", "canary in 0.5s"]),
+        (V.INCONCLUSIVE, "running", False, [WHO, "no member was bound in 30s"]),
+        (V.GANG_HELD_PENDING, "running", True, [WHO, "rejected every member", "0/4 fit"]),
+        (V.TIMEOUT, "running", False, [WHO, "bound no member in 30s"]),
+    ],
+)
+def test_causes_name_the_scheduler(verdict, expect, rejected, fragments):
+    g = _gang(rejected=rejected)
+    cause = _smoke.gang_cause(verdict, g, expect, {"_describe": WHO, "timeout": 30}, {"before": 0.5})
+    for f in fragments:
+        assert f in cause, cause
+
+
+@pytest.mark.parametrize("verdict", [V.GANG_HELD_RUNNING, V.PARTIAL])
+def test_no_cause_where_the_verdict_speaks_for_itself(verdict):
+    assert _smoke.gang_cause(verdict, _gang(), "running", {"_describe": WHO, "timeout": 30}, {}) is None
+
+
+def test_settled_alone_is_never_a_success():
+    g = _gang()
+    for t in (5.0, 20.0, 179.0):
+        assert g.verdict(t, 5, "pending") is None
+    assert g.unproven(20.0, 5) and g.final(180.0, 5) == V.INCONCLUSIVE and g.held_pending_by is None
+    r = _gang(rejected=True)
+    assert r.verdict(2.0, 5, "pending") == V.GANG_HELD_PENDING and r.held_pending_by == "rejected"
+
+
+@pytest.mark.parametrize(
+    "nodes,per,slots",
+    [
+        (MIXED, 2, 3),
+        (MIXED, 1, 8),
+        (MIXED, 3, 0),
+        (FOUR_BY_ONE, 1, 4),
+        (FOUR_BY_ONE + [_node("off", 8, schedulable=False)], 1, 4),
+        ([_node("big", 3)], 2, 1),
+    ],
+)
+def test_slots_are_counted_node_by_node(nodes, per, slots):
+    per_node = C.nodes_capacity(nodes, [])
+    assert C.member_slots(per_node, per) == slots
+    assert gang_slots(per_node, per) == slots
+    assert gang_slots(per_node, str(per)) == slots
+
+
+@pytest.mark.parametrize("nodes,per", [("x", 1), ([{"free": 1, "schedulable": True}], 0), ([], "lots")])
+def test_gang_slots_filter_refuses_bad_input(nodes, per):
+    with pytest.raises(AnsibleFilterError):
+        gang_slots(nodes, per)
+
+
+# ---- gang_info ------------------------------------------------------------------------------------
+def _sched(names, ready=True, ns="volcano-system", name="vc-scheduler"):
+    return {
+        "kind": "volcano",
+        "namespace": ns,
+        "name": name,
+        "source": "Deployment",
+        "ready": ready,
+        "scheduler_names": names,
+        "gang_profiles": names,
+    }
+
+
+def _pending(name, scheduler="volcano", age=120, scheduled=None):
+    ts = __import__("datetime").datetime.fromtimestamp(NOW - age, __import__("datetime").timezone.utc)
+    conds = [{"type": "PodScheduled", "status": scheduled}] if scheduled else []
+    return {
+        "metadata": {"namespace": "team", "name": name, "creationTimestamp": ts.strftime("%Y-%m-%dT%H:%M:%SZ")},
+        "spec": {"schedulerName": scheduler},
+        "status": {"phase": "Pending", "conditions": conds},
+    }
+
+
+def test_a_ready_scheduler_that_looks_at_no_pod_is_a_problem_with_a_fix():
+    probs = _info.stalled([_pending("a"), _pending("b", age=90)], [_sched(["volcano"])], [], NOW, 60)
+    assert len(probs) == 1
+    assert "Deployment volcano-system/vc-scheduler is Ready but makes no progress" in probs[0]["message"]
+    assert "2 Pending pod(s)" in probs[0]["message"] and "team/a" in probs[0]["message"]
+    assert "rollout restart deployment/vc-scheduler" in probs[0]["fix"]
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [
+        [_pending("young", age=10)],
+        [_pending("rejected", scheduled="False")],
+        [_pending("other", scheduler="default-scheduler")],
+        [{**_pending("bound"), "spec": {"schedulerName": "volcano", "nodeName": "n"}}],
+    ],
+    ids=["young", "looked-at", "other-scheduler", "bound"],
+)
+def test_no_progress_problem_only_for_pods_no_scheduler_looked_at_long_enough(pods):
+    assert _info.stalled(pods, [_sched(["volcano"])], [], NOW, 60) == []
+
+
+def test_pods_naming_a_scheduler_nobody_serves_are_a_problem():
+    probs = _info.stalled([_pending("a")], [_sched(["other"])], [], NOW, 60)
+    assert len(probs) == 1 and "name scheduler 'volcano', which no running scheduler serves" in probs[0]["message"]
+    assert "serves other" in probs[0]["message"]
+
+
+def test_volcano_serving_another_name_than_the_operators_flag_is_a_problem():
+    ops = [
+        {
+            "operator": "training_operator",
+            "deployment": "kubeflow/training-operator",
+            "gang_flag": "gang-scheduler-name",
+            "gang_value": "volcano",
+            "flag_occurrences": 1,
+            "_container": {},
+        }
+    ]
+    crds = {"podgroups.scheduling.volcano.sh": {"established": True}}
+    probs = _info.problems(FakeClient(), ops, [_sched(["other"])], crds, [])
+    msgs = [p["message"] for p in probs]
+    assert any("--gang-scheduler-name=volcano names no scheduler" in m and "serves other" in m for m in msgs), msgs
+    assert _info.problems(FakeClient(), ops, [_sched(["volcano"])], crds, []) == []
+
+
+def test_volcano_serving_only_another_name_is_a_problem_without_any_operator():
+    probs = _info.problems(FakeClient(), [], [_sched(["lab-other"])], {}, [])
+    assert [p["object"] for p in probs] == ["Deployment volcano-system/vc-scheduler"]
+    assert "serves only lab-other (--scheduler-name), not 'volcano'" in probs[0]["message"]
+    assert _info.problems(FakeClient(), [], [_sched(["lab-other", "volcano"])], {}, []) == []
+
+
+class _Clock:
+    """Advances half a second each time it is read."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        self.t += 0.5
+        return self.t
+
+
+class _Unbound:
+    """A watch whose gang members exist and are never bound nor marked by any scheduler."""
+
+    def __init__(self, client, path, what, **query):
+        self.fed = False
+
+    def run(self, on_event, timeout):
+        if not self.fed:
+            for i in range(2):
+                on_event("ADDED", {"metadata": {"name": f"m{i}", "resourceVersion": str(i + 1)}, "spec": {}}, {})
+            self.fed = True
+        return False
+
+
+@pytest.mark.parametrize("still_binding", [False, True], ids=["stopped", "live"])
+def test_unbound_unrejected_gang_rechecks_liveness(monkeypatch, still_binding):
+    monkeypatch.setattr(_smoke, "Watcher", _Unbound)
+    client = FakeClient(bind=still_binding)
+    p = params(timeout=20, settle_seconds=3, liveness_timeout=2, expect="pending", run_id="r1")
+    p.update(_scheduler_name="volcano", _describe=WHO)
+    run = _smoke.Run(client, p, "r1", clock=_Clock())
+    run.liveness["before"] = 0.4  # the first canary was bound
+    g = _smoke.one_gang(run, p, {"nvidia.com/gpu": "1"}, "volcano", "pending", control=False)
+    posted = [path for m, path in client.writes if m == "POST"]
+    assert posted.count("/api/v1/namespaces/gangsched-smoke/pods") == 3  # 2 members, 1 canary
+    if still_binding:
+        assert g["verdict"] == V.INCONCLUSIVE and run.liveness["during"] is not None
+        assert "never rejected the whole gang" in g["cause"] and "again in" in g["cause"], g["cause"]
+    else:
+        assert g["verdict"] == V.ERROR and run.liveness["during"] is None
+        assert WHO + " stopped scheduling" in g["cause"], g["cause"]
