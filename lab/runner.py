@@ -373,6 +373,8 @@ class Container:
         }
         if self.alive():
             st["state"] = {"running": {"startedAt": self.started_at}}
+        elif self.next_start == float("inf") and self.last_term:  # done for good (restartPolicy)
+            st["state"] = {"terminated": self.last_term}
         else:
             reason, message = self.waiting or ("ContainerCreating", "")
             st["state"] = {"waiting": {"reason": reason, "message": message}}
