@@ -52,6 +52,9 @@ class CA:
             .not_valid_after(now + datetime.timedelta(days=_DAYS))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True)
+            # key identifiers as RFC 5280 asks (and as kubeadm's certificates have): Python 3.13's default
+            # TLS context verifies strictly (VERIFY_X509_STRICT) and refuses a chain without them
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(self.key.public_key()), critical=False)
             .sign(self.key, hashes.SHA256())
         )
         _write_key(self.key, self.key_path)
@@ -76,6 +79,8 @@ class CA:
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=_DAYS))
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False)
         )
         if server_names:
             usages.append(ExtendedKeyUsageOID.SERVER_AUTH)

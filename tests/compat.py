@@ -27,6 +27,9 @@ sys.path.insert(0, str(REPO))
 
 from lab import paths  # noqa: E402
 
+# bump when what goes into a cell's venv changes, so cached venvs are rebuilt
+RECIPE = "3"
+
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
@@ -40,7 +43,7 @@ class Cell:
 
     @property
     def key(self) -> str:
-        return f"py{self.python}-core{self.ansible_core}-k8s{self.kubernetes}-ansible{self.ansible}"
+        return f"py{self.python}-core{self.ansible_core}-k8s{self.kubernetes}-ansible{self.ansible}-r{RECIPE}"
 
 
 # The floor: the oldest ansible-core the collection declares (meta/runtime.yml), the oldest Python it
@@ -79,7 +82,8 @@ def _run(cmd, **kw) -> subprocess.CompletedProcess:
 
 
 def _kubernetes_core(cell: Cell, venv: Path, site: Path) -> str:
-    """kubernetes.core out of the ansible package's wheel, into the venv's ansible_collections."""
+    """kubernetes.core out of the ansible package's wheel, into the venv's ansible_collections (and
+    ansible.posix, whose json callback the lab tests read results with)."""
     wheels = _root() / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     found = sorted(wheels.glob(f"ansible-{cell.ansible}-*.whl"))
@@ -93,7 +97,7 @@ def _kubernetes_core(cell: Cell, venv: Path, site: Path) -> str:
     prefix = "ansible_collections/kubernetes/core/"
     with zipfile.ZipFile(found[0]) as z:
         for name in z.namelist():
-            if name.startswith(prefix) and not name.endswith("/"):
+            if name.startswith((prefix, "ansible_collections/ansible/posix/")) and not name.endswith("/"):
                 target = site / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(z.read(name))
@@ -116,6 +120,7 @@ def build(cell: Cell) -> Path:
         "jsonpatch",
         "pytest",
         "pytest-timeout",
+        "cryptography",  # the lab's own code, for --lab-tests
         *cell.extra,
     ]
     p = _run([venv / "bin/python", "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins])
@@ -150,7 +155,9 @@ def module(venv: Path, lab, name: str, args: dict, check: bool = False) -> dict:
         "ANSIBLE_PYTHON_INTERPRETER": str(venv / "bin/python"),
         "K8S_AUTH_KUBECONFIG": str(lab.kubeconfig),
     }
-    cmd = [venv / "bin/ansible", "localhost", "-m", f"gangsched.kubeflow.{name}", "-a", json.dumps(args)]
+    cmd = [venv / "bin/ansible", "localhost", "-m", f"gangsched.kubeflow.{name}"] + (
+        ["-a", json.dumps(args)] if args else []
+    )
     p = _run(cmd + (["--check"] if check else []), cwd=REPO, env=env, timeout=600)
     out = p.stdout
     if "=> " not in out:

@@ -2,7 +2,8 @@
 directory, the tarball's file list checked (no developer file in it; COPYING, README.md, the changelog,
 meta/runtime.yml and the plugins, roles and playbooks present), then installed with
 `ansible-galaxy collection install --offline --no-deps` into an empty path (kubernetes.core comes from
-the environment, nothing is fetched); on that install, ansible-lint with the production profile (what
+the environment, nothing is fetched); on that install, ansible-builder introspect (the execution-environment
+requirements, resolved with pip --dry-run), ansible-lint with the production profile (what
 the Galaxy importer runs, without the checkout's .ansible-lint) and `ansible-doc` for a module, a
 filter, the test plugin and a role. Exit 1 naming what is wrong."""
 
@@ -84,6 +85,27 @@ def bundled_collections() -> Path:
     return core.parent.parent
 
 
+def ee_requirements(dest: Path, tmp: Path, env: dict) -> list[str]:
+    """What ansible-builder reads from the installed collection for an execution environment: its Python
+    requirements must name the kubernetes client, and resolve on the package index (pip --dry-run)."""
+    req = tmp / "ee-requirements.txt"
+    p = run([str(BIN / "ansible-builder"), "introspect", str(dest), "--write-pip", str(req)], env=env, cwd=tmp)
+    if p.returncode != 0 or not req.exists():
+        return [f"ansible-builder introspect on the installed tarball failed:\n{p.stdout}{p.stderr}"]
+    text = req.read_text()
+    if "kubernetes" not in text:
+        return [f"ansible-builder found no kubernetes requirement in the collection:\n{text}"]
+    p = run(
+        [str(BIN / "python"), "-m", "pip", "install", "-q", "--dry-run", "--ignore-installed", "-r", str(req)],
+        env=env,
+        cwd=tmp,
+    )
+    if p.returncode != 0:
+        return [f"the execution-environment requirements do not resolve:\n{text}\n{p.stderr[-1500:]}"]
+    print(f"ansible-builder introspect: {' '.join(text.split())}; pip --dry-run resolves them: ok")
+    return []
+
+
 def main() -> int:
     meta = yaml.safe_load((REPO / "galaxy.yml").read_text())
     errors: list[str] = []
@@ -149,6 +171,7 @@ def main() -> int:
                     errors.append(f"{where} did not read it from {installed}:\n{p.stdout[:300]}")
                 else:
                     print(f"{where}: ok")
+            errors += ee_requirements(dest, Path(tmp), env)
     if errors:
         print("\n".join(errors), file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@ import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import check_name
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._service import FIELD_MANAGER, MANAGED_BY
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -29,7 +30,10 @@ def resolve(params: dict) -> tuple[str, str, str, str]:
             raise GangError(f"gang_scheduler is required for component={component} (one of {', '.join(schedulers)})")
         gang = schedulers[0]
     sa_opt = params.get("service_account") or {}
-    return component, gang, sa_opt.get("namespace") or d_ns, sa_opt.get("name") or d_sa
+    ns, sa = sa_opt.get("namespace") or d_ns, sa_opt.get("name") or d_sa
+    check_name("service_account.namespace", ns, "namespace", label=True)
+    check_name("service_account.name", sa, "ServiceAccount", label=False)
+    return component, gang, ns, sa
 
 
 def desired(component: str, gang: str, ns: str, sa: str, rules: list[dict]) -> tuple[dict, dict]:
@@ -67,8 +71,9 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     wild = [r for r in extra if _rbac.has_wildcard(r)]
     if wild and not params.get("allow_wildcard"):
         raise GangError(
-            f"extra_rules contains a wildcard rule {wild[0]!r} for ServiceAccount {ns}/{sa}: refused. Name the "
-            "apiGroups, resources and verbs it needs, or set allow_wildcard=true knowingly"
+            f"extra_rules contains a wildcard rule {wild[0]!r} for ServiceAccount {ns}/{sa}: refused (any '*' in "
+            "apiGroups, resources, verbs or nonResourceURLs, also inside an entry such as pods/* or /metrics/*). "
+            "Name the apiGroups, resources and verbs it needs, or set allow_wildcard=true knowingly"
         )
     if wild:
         warn(f"ServiceAccount {ns}/{sa} gets a wildcard rule ({wild[0]!r}) because allow_wildcard=true")

@@ -6,6 +6,7 @@ dry-run it), wait, and report. Returns data; raises GangError. Not a public API.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _service, _waiter
@@ -20,6 +21,7 @@ OPERATORS = {
         "prefer": "command",
         "boolean": False,
         "label": "training-operator",
+        "images": ("training-operator",),
     },
     "mpi_operator": {
         "namespace": "mpi-operator",
@@ -29,6 +31,7 @@ OPERATORS = {
         "prefer": "args",
         "boolean": False,
         "label": "mpi-operator",
+        "images": ("mpi-operator",),
     },
     "tf_operator": {
         "namespace": "kubeflow",
@@ -38,8 +41,23 @@ OPERATORS = {
         "prefer": "command",
         "boolean": True,
         "label": "tf-operator (legacy)",
+        "images": ("tf-operator", "tf_operator"),
     },
 }
+
+# Where each operator's images are published (the last path component is what is matched, so a mirror
+# under any registry and path matches): for the messages.
+UPSTREAM_IMAGES = {
+    "training_operator": "kubeflow/training-operator",
+    "mpi_operator": "mpioperator/mpi-operator",
+    "tf_operator": "kubeflow/tf-operator (gcr.io/kubeflow-images-public/tf_operator)",
+}
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# an image reference, or a part of one: [registry[:port]/]path[:tag][@digest]
+IMAGE_REFERENCE = re.compile(
+    r"^([A-Za-z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+(([._/]|__|-+)[a-z0-9]+)*(:\w[\w.-]{0,127})?(@[a-z0-9]+:[a-f0-9]{32,})?$"
+)
 
 CONFLICT_RETRIES = 6
 CONFLICT_BACKOFF = 0.2  # seconds before the first re-read; doubles each time
@@ -96,6 +114,93 @@ def _surgery(op_spec: dict, container: dict, value: str | None, dep: dict, what:
         op_spec["boolean"],
         what,
     )
+
+
+def check_name(option: str, value, kind: str, label: bool) -> None:
+    """GangError naming ``option`` unless ``value`` is a valid Kubernetes name (DNS-1123 label or
+    subdomain)."""
+    if value is None:
+        return
+    pattern, limit = (DNS1123_LABEL, 63) if label else (DNS1123_SUBDOMAIN, 253)
+    if not isinstance(value, str) or not value or len(value) > limit or not pattern.match(value):
+        rule = "a DNS-1123 label" if label else "a DNS-1123 subdomain"
+        raise GangError(
+            f"{option}={value!r} is not a valid {kind} name: it must be {rule} (lower-case letters, digits and "
+            f"'-'{'' if label else ' or .'}, at most {limit} characters, starting and ending with a letter or "
+            "digit); nothing was changed"
+        )
+
+
+def validate(params: dict) -> None:
+    """Every option checked before the first API call, so a bad one changes nothing."""
+    if params.get("operator") == "tf_operator" and params.get("gang_scheduler") == "scheduler_plugins":
+        raise GangError(
+            "tf_operator's legacy --enable-gang-scheduling works only with kube-batch/Volcano PodGroups; "
+            "use gang_scheduler=volcano, or move to training-operator for scheduler-plugins"
+        )
+    check_name("namespace", params.get("namespace"), "namespace", label=True)
+    check_name("name", params.get("name"), "Deployment", label=False)
+    check_name("container", params.get("container"), "container", label=True)
+    check_name("scheduler_name", params.get("scheduler_name"), "scheduler (profile)", label=False)
+    timeout = params.get("wait_timeout")
+    if params.get("wait") and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1):
+        raise GangError(
+            f"wait_timeout={timeout!r} with wait=true: it must be a whole number of seconds of at least 1 "
+            "(the rollout wait); nothing was changed"
+        )
+    expected = params.get("expected_image")
+    if expected is not None and (not isinstance(expected, str) or not IMAGE_REFERENCE.match(expected)):
+        raise GangError(
+            f"expected_image={expected!r} is not an image repository (for example mycorp/training-operator, or "
+            "registry.example.com/mycorp/training-operator; registry, tag and digest are ignored); nothing was changed"
+        )
+
+
+def _path(image: str) -> list[str]:
+    return [p for p in _service.image_repo(image)[0].split("/") if p]
+
+
+def image_matches(image: str | None, names) -> bool:
+    """Whether ``image`` is one of ``names``, compared on the last path components: the registry host,
+    any path in front (a mirror), the tag and the digest are ignored. ``names`` are repository names
+    (``training-operator``, ``kubeflow/training-operator``) or whole image references."""
+    have = _path(image or "")
+    if not have:
+        return False
+    for name in names:
+        want = _path(name)
+        if want and have[-len(want) :] == want:
+            return True
+    return False
+
+
+def check_image(op: str, container: dict, expected: str | None, what: str) -> None:
+    """GangError unless the container runs the named operator's image (or ``expected``)."""
+    spec = OPERATORS[op]
+    image = container.get("image")
+    names = (expected,) if expected else spec["images"]
+    if image_matches(image, names):
+        return
+    if expected:
+        raise GangError(
+            f"{what} runs image {image!r}, not {expected!r} (expected_image): refusing to edit the command line of "
+            f"another program. Point namespace/name/container at the {spec['label']} Deployment, or set "
+            "expected_image to the image it runs; nothing was changed"
+        )
+    raise GangError(
+        f"{what} runs image {image!r}, not {spec['label']} (an image named {' or '.join(spec['images'])}, as "
+        f"{UPSTREAM_IMAGES[op]} under any registry): refusing to edit the command line of another program. Point "
+        f"namespace/name/container at the {spec['label']} Deployment, or, for a build of your own under another "
+        "name, set expected_image to its repository; nothing was changed"
+    )
+
+
+def check_container(op: str, container: dict, params: dict, what: str) -> None:
+    """Refuse before anything else when the container is not the operator's, or the flag could not be
+    placed where the operator binary reads it (a shell-wrapped entrypoint)."""
+    check_image(op, container, params.get("expected_image"), what)
+    spec = OPERATORS[op]
+    _flags.check_entrypoint(container.get("command"), container.get("args"), spec["flag"], what)
 
 
 def derive_scheduler_name(gang_scheduler: str, given: str | None, schedulers: list[dict], operator: str) -> str:
@@ -175,6 +280,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     name = params.get("name") or spec["name"]
     gang = params["gang_scheduler"]
     what = f"Deployment {ns}/{name}"
+    validate({**params, "namespace": ns, "name": name})
 
     try:
         dep = _service.get_deployment(
@@ -204,12 +310,10 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     value = None
     if gang == "original" and container["name"] not in recorded(dep):
         warn(f"{what} container {container['name']}: no original command/args recorded; nothing to put back")
+    if gang != "original":
+        # gang_scheduler=original only puts back what this module recorded when it first changed the container
+        check_container(op, container, params, f"{what} container {container['name']}")
     if gang not in ("none", "original"):
-        if op == "tf_operator" and gang != "volcano":
-            raise GangError(
-                "tf_operator's legacy --enable-gang-scheduling works only with kube-batch/Volcano PodGroups; "
-                "use gang_scheduler=volcano, or move to training-operator for scheduler-plugins"
-            )
         crd_name = _service.PODGROUP_CRDS[gang]
         if not _service.crd_established(_service.crd(client, crd_name)):
             raise GangError(
@@ -263,6 +367,8 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
             time.sleep(min(2.0, CONFLICT_BACKOFF * 2**attempt))
             dep = _service.get_deployment(client, ns, name)
             container = _service.container_of(dep, params.get("container"), spec["container"])
+            if gang != "original":
+                check_container(op, container, params, f"{what} container {container['name']}")
     else:
         raise GangError(f"Failed to patch {what}: it kept changing under us ({CONFLICT_RETRIES} conflicts in a row)")
 

@@ -134,10 +134,15 @@ def checks(rules: list[dict]) -> list[tuple[str, str, str]]:
     return sorted(set(out), key=lambda t: (t[1], t[2], t[0]))
 
 
+# The PolicyRule fields where the authorizer reads "*": alone (every group, resource, verb, URL), as
+# "pods/*" / "*/scale" (every subresource, the subresource of every resource) and in a nonResourceURL
+# ("/metrics/*", a prefix). Any "*" in them is a wildcard. resourceNames are compared literally.
+WILDCARD_FIELDS = ("apiGroups", "resources", "verbs", "nonResourceURLs")
+RULE_FIELDS = ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs")
+
+
 def has_wildcard(rule: dict) -> bool:
-    return any("*" in (rule.get(k) or []) for k in ("apiGroups", "resources", "verbs")) or any(
-        "*" in (x or "") for x in rule.get("resources") or []
-    )
+    return any(isinstance(x, str) and "*" in x for k in WILDCARD_FIELDS for x in rule.get(k) or [])
 
 
 def covers(rules: list[dict], verb: str, group: str, resource: str) -> bool:
@@ -166,14 +171,44 @@ def normalize(rules: list[dict]) -> list[dict]:
 
 
 def validate_extra(rules: list[dict]) -> None:
+    """GangError naming the rule and field unless every rule is one the API server accepts in a
+    ClusterRole (the same checks as its validation), before anything is written."""
     for i, r in enumerate(rules):
         if not isinstance(r, dict) or not r.get("verbs") or not (r.get("resources") or r.get("nonResourceURLs")):
             raise GangError(
                 f"extra_rules[{i}] is not a valid PolicyRule (needs verbs and resources, plus apiGroups): {r!r}"
             )
-        for k in ("apiGroups", "resources", "verbs", "resourceNames"):
+        unknown = sorted(set(r) - set(RULE_FIELDS))
+        if unknown:
+            raise GangError(
+                f"extra_rules[{i}] has unknown field(s) {', '.join(unknown)} (a PolicyRule has "
+                f"{', '.join(RULE_FIELDS)}): {r!r}"
+            )
+        for k in RULE_FIELDS:
             if k in r and not (isinstance(r[k], list) and all(isinstance(x, str) for x in r[k])):
                 raise GangError(f"extra_rules[{i}].{k} must be a list of strings, got {r[k]!r}")
+            blank = [x for x in r.get(k) or [] if x != x.strip() or (not x and k != "apiGroups")]
+            if blank:
+                raise GangError(
+                    f"extra_rules[{i}].{k} has an empty or space-padded entry {blank[0]!r} ('' is only the core API "
+                    "group, in apiGroups)"
+                )
+        if r.get("nonResourceURLs"):
+            if r.get("apiGroups") or r.get("resources") or r.get("resourceNames"):
+                raise GangError(
+                    f"extra_rules[{i}] mixes nonResourceURLs with apiGroups/resources/resourceNames: a rule applies "
+                    "to resources or to non-resource URLs, not both; split it in two"
+                )
+            bad = [u for u in r["nonResourceURLs"] if not u.startswith("/") and u != "*"]
+            if bad:
+                raise GangError(
+                    f"extra_rules[{i}].nonResourceURLs entry {bad[0]!r} must be a path starting with / (or *)"
+                )
+        elif not r.get("apiGroups"):
+            raise GangError(
+                f"extra_rules[{i}].apiGroups is missing or empty: a resource rule needs at least one API group "
+                "('' for the core group, as in apiGroups: [''])"
+            )
 
 
 def check_text(c: tuple[str, str, str]) -> str:

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -22,17 +23,16 @@ author:
   - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gangsched.kubeflow._api
+  - gangsched.kubeflow._attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Writes are server-side dry runs; RV(missing_after) is predicted from the rules.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: The ClusterRole's rules and the binding's subjects before and after.
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second run reports no change.
     support: full
 options:
   component:
@@ -46,7 +46,9 @@ options:
     type: str
     choices: [volcano, scheduler_plugins]
   service_account:
-    description: The ServiceAccount the component's pods run as. Defaults per component (for example C(kubeflow/training-operator)).
+    description:
+      - The ServiceAccount the component's pods run as. Defaults per component (for example C(kubeflow/training-operator)).
+      - Its namespace must be a DNS-1123 label and its name a DNS-1123 subdomain, checked before any API call.
     type: dict
     suboptions:
       namespace:
@@ -61,12 +63,22 @@ options:
     default: present
     choices: [present, absent]
   extra_rules:
-    description: More PolicyRules to add to the ClusterRole (C(apiGroups), C(resources), C(verbs)).
+    description:
+      - More PolicyRules to add to the ClusterRole (C(apiGroups), C(resources), C(verbs), C(resourceNames), or
+        C(nonResourceURLs) and C(verbs)).
+      - Each rule is checked as the API server would before anything is written; an unknown field, an entry
+        that is not a string, an empty entry, a resource rule without C(apiGroups) (V('') is the core group) or
+        a rule mixing C(nonResourceURLs) with resources fails the task naming the rule.
     type: list
     elements: dict
     default: []
   allow_wildcard:
-    description: Accept a C(*) in O(extra_rules).
+    description:
+      - Accept a wildcard in O(extra_rules), and warn about it.
+      - A wildcard is any C(*) in C(apiGroups), C(resources), C(verbs) or C(nonResourceURLs), alone or inside
+        an entry (C(pods/*) grants every subresource of pods, C(*/scale) the scale subresource of every
+        resource, C(/metrics/*) every URL under it). C(resourceNames) are compared literally by the API server
+        and are not wildcards.
     type: bool
     default: false
   verify:

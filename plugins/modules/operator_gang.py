@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import annotations
 
@@ -23,21 +24,25 @@ description:
     operator exits at start without it), that training-operator would not serve MPIJob next to
     mpi-operator's v2beta1 CRD, and warns when no running scheduler serves the name.
   - A concurrent edit of the Deployment is not lost; the patch is retried from a fresh read.
+  - Before any API write it refuses, changing nothing, a container whose image is not the named operator
+    (see O(expected_image)) and a container whose operator runs through a shell (C(sh -c), C(bash -lc),
+    C(busybox sh -c), a script file, also behind C(tini), C(dumb-init), C(catatonit), s6-overlay's C(/init),
+    C(env), C(gosu) or C(su-exec)), since the flag would land outside the script. A wrapper directly around
+    the operator binary (C(tini -- /manager)) is fine; the flag goes after the binary.
 author:
   - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gangsched.kubeflow._api
+  - gangsched.kubeflow._attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The patch is sent as a server-side dry run, so the returned command/args are the API server's.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: The container's name, command and args before and after.
   idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second run reports no change.
     support: full
     details: A second run with the same options reports RV(ignore:changed=false).
 options:
@@ -62,20 +67,39 @@ options:
       - The flag's value. Derived when not set (see description); must be V(volcano) or unset for Volcano.
     type: str
   namespace:
-    description: Namespace of the Deployment. Defaults to V(kubeflow) (training_operator, tf_operator) or V(mpi-operator).
+    description:
+      - Namespace of the Deployment. Defaults to V(kubeflow) (training_operator, tf_operator) or V(mpi-operator).
+      - Must be a valid namespace name (DNS-1123 label), checked before any API call.
     type: str
   name:
-    description: Name of the Deployment. Defaults to V(training-operator), V(mpi-operator) or V(tf-job-operator).
+    description:
+      - Name of the Deployment. Defaults to V(training-operator), V(mpi-operator) or V(tf-job-operator).
+      - Must be a valid Deployment name (DNS-1123 subdomain), checked before any API call.
     type: str
   container:
-    description: Container to edit. Defaults to the operator's usual container name, or the only container.
+    description:
+      - Container to edit. Defaults to the operator's usual container name, or the only container.
+      - Must be a valid container name (DNS-1123 label).
     type: str
+  expected_image:
+    description:
+      - The image the container must run, for a build of the operator published under another name.
+      - Compared on the last path components of the container's image; the registry host, any mirror path
+        in front, the tag and the digest are ignored (V(mycorp/trainer) matches
+        C(registry.example.com:5000/mirror/mycorp/trainer:v1@sha256:...)).
+      - When not set, the image must be named after the operator, under any registry and path
+        (C(training-operator) as in C(kubeflow/training-operator), C(mpi-operator) as in
+        C(mpioperator/mpi-operator), C(tf-operator) or C(tf_operator)); any other image (for example
+        C(volcanosh/vc-scheduler)) is refused before anything is changed.
+      - Not checked for O(gang_scheduler=original), which only puts back what this module recorded.
+    type: str
+    version_added: 0.1.0
   wait:
     description: After a change, wait until the rollout is complete and the new pod is available.
     type: bool
     default: false
   wait_timeout:
-    description: Seconds to wait for the rollout.
+    description: Seconds to wait for the rollout; at least 1 when O(wait=true), checked before any change.
     type: int
     default: 120
 seealso:
@@ -179,6 +203,7 @@ def argument_spec() -> dict:
         namespace=dict(type="str"),
         name=dict(type="str"),
         container=dict(type="str"),
+        expected_image=dict(type="str"),
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=120),
     )

@@ -141,6 +141,31 @@ BAD = [
         "extra_rules[0].verbs must be a list of strings",
     ),
     ("state-typo", {"state": "gone"}, "value of state must be one of"),
+    (
+        "wildcard-nonresource-url",
+        {"extra_rules": [{"nonResourceURLs": ["*"], "verbs": ["get"]}]},
+        "extra_rules contains a wildcard rule",
+    ),
+    (
+        "wildcard-subresource",
+        {"extra_rules": [{"apiGroups": [""], "resources": ["pods/*"], "verbs": ["get"]}]},
+        "for ServiceAccount {ns}/op: refused",
+    ),
+    (
+        "rule-field-typo",
+        {"extra_rules": [{"apiGroup": "", "resources": ["pods"], "verbs": ["get"]}]},
+        "extra_rules[0] has unknown field(s) apiGroup",
+    ),
+    (
+        "resource-rule-without-api-group",
+        {"extra_rules": [{"resources": ["pods"], "verbs": ["get"]}]},
+        "extra_rules[0].apiGroups is missing or empty",
+    ),
+    (
+        "sa-namespace-not-a-name",
+        {"service_account": {"namespace": "Kube_Flow", "name": "op"}},
+        "service_account.namespace='Kube_Flow' is not a valid namespace name",
+    ),
     ("unknown-option", {"namespace": "x"}, "Unsupported parameters"),
     (
         "unreachable-api",

@@ -6,11 +6,12 @@ with a message naming the object and change nothing."""
 from __future__ import annotations
 
 import copy
+import time
 
 import pytest
 from kubernetes import client as k
 from lab_ansible import comparable, run_module
-from lab_objects import operator_like
+from lab_objects import MPI_OPERATOR_IMAGE, TRAINING_OPERATOR_IMAGE, operator_like
 
 from lab import kube, scenarios
 
@@ -20,6 +21,21 @@ def _container(api, ns, name, container=None):
     cs = dep.spec.template.spec.containers
     c = next(c for c in cs if c.name == (container or name))
     return dep, c
+
+
+def _settled(api, ns, name):
+    """The Deployment once its rollout is done and its status stopped changing: from then on its
+    resourceVersion moves only when someone writes it."""
+
+    def stable():
+        a = k.AppsV1Api(api).read_namespaced_deployment(name, ns)
+        if a.status.observed_generation != a.metadata.generation or not a.status.available_replicas:
+            return None
+        time.sleep(2)
+        b = k.AppsV1Api(api).read_namespaced_deployment(name, ns)
+        return b if b.metadata.resource_version == a.metadata.resource_version else None
+
+    return kube.wait_for(stable, 120, f"Deployment {ns}/{name} rolled out and settled")
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +123,11 @@ def test_mpi_operator_flag_goes_to_args_and_none_removes_it(lab, volcano, api, n
         lab,
         [
             operator_like(
-                namespace, "mpi-operator", command=["/opt/mpi-operator"], args=["--lock-namespace=mpi-operator"]
+                namespace,
+                "mpi-operator",
+                command=["/opt/mpi-operator"],
+                args=["--lock-namespace=mpi-operator"],
+                image=MPI_OPERATOR_IMAGE,
             )
         ],
     )
@@ -168,6 +188,17 @@ BAD = [
     ("kubeconfig-missing", {"kubeconfig": "/nonexistent/kubeconfig"}, "not found or not a file; set kubeconfig"),
     ("forbidden", {"impersonate_user": "system:serviceaccount:default:default"}, "Forbidden to read Deployment"),
     ("unknown-option", {"replicas": 3}, "Unsupported parameters"),
+    ("namespace-not-a-name", {"namespace": "Kubeflow"}, "namespace='Kubeflow' is not a valid namespace name"),
+    ("name-not-a-name", {"name": "op_1"}, "name='op_1' is not a valid Deployment name"),
+    ("container-not-a-name", {"container": "Op"}, "container='Op' is not a valid container name"),
+    ("scheduler-name-empty", {"scheduler_name": ""}, "scheduler_name='' is not a valid scheduler"),
+    ("expected-image-not-an-image", {"expected_image": "a b"}, "expected_image='a b' is not an image repository"),
+    (
+        "expected-image-other",
+        {"expected_image": "acme/trainer"},
+        f"Deployment {{ns}}/op container op runs image '{TRAINING_OPERATOR_IMAGE}', not 'acme/trainer'",
+    ),
+    ("wait-timeout-negative", {"wait": True, "wait_timeout": -5}, "wait_timeout=-5 with wait=true"),
 ]
 
 
@@ -190,17 +221,116 @@ def test_bad_input_fails_naming_the_object_and_changes_nothing(lab, volcano, api
     assert after.spec.template == before.spec.template
 
 
-def test_shell_wrapped_operator_is_refused(lab, volcano, api, namespace):
-    kube.apply(lab, [operator_like(namespace, "op", command=["/bin/sh", "-c", "/manager --gang-scheduler-name=x"])])
-    before, _ = _container(api, namespace, "op")
-    res = run_module(
-        lab,
-        "operator_gang",
-        {"operator": "training_operator", "gang_scheduler": "volcano", "namespace": namespace, "name": "op"},
-    )
-    assert res.get("failed") and "through a shell" in res["msg"] and f"{namespace}/op" in res["msg"], res
+# (id, operator, command/args of the container, the shell the message names)
+SHELL_WRAPPED = [
+    ("training-sh-c", "training_operator", {"command": ["/bin/sh", "-c", "/manager --x"]}, "/bin/sh -c"),
+    (
+        "training-sh-script-in-args",
+        "training_operator",
+        {"command": ["sh"], "args": ["-c", "/manager --enable-scheme=pytorchjob"]},
+        "sh -c",
+    ),
+    (
+        "training-bash-lc",
+        "training_operator",
+        {"command": ["bash", "-lc", "exec /manager --gang-scheduler-name=volcano"]},
+        "bash -lc",
+    ),
+    (
+        "training-tini-sh-c",
+        "training_operator",
+        {"command": ["/usr/bin/tini", "--", "/bin/sh", "-c", "/manager"]},
+        "/bin/sh -c",
+    ),
+    (
+        "mpi-sh-c",
+        "mpi_operator",
+        {"command": ["/bin/sh", "-c", "/opt/mpi-operator --lock-namespace=mpi-operator"]},
+        "/bin/sh -c",
+    ),
+    (
+        "mpi-dumb-init-bash-c-in-args",
+        "mpi_operator",
+        {"command": ["dumb-init", "--"], "args": ["bash", "-c", "/opt/mpi-operator"]},
+        "bash -c",
+    ),
+]
+
+
+@pytest.mark.parametrize("operator,shape,shell", [c[1:] for c in SHELL_WRAPPED], ids=[c[0] for c in SHELL_WRAPPED])
+def test_shell_wrapped_operator_is_refused_with_nothing_changed(lab, volcano, api, namespace, operator, shape, shell):
+    """The flag would land outside the script (sh -c "<script>" --flag gives the script $0): refused, in
+    check mode too, for every gang_scheduler that edits, and the Deployment keeps its resourceVersion."""
+    image = TRAINING_OPERATOR_IMAGE if operator == "training_operator" else MPI_OPERATOR_IMAGE
+    kube.apply(lab, [operator_like(namespace, "op", image=image, **shape)])
+    before = _settled(api, namespace, "op")
+    flag = "--gang-scheduler-name" if operator == "training_operator" else "--gang-scheduling"
+    base = {"operator": operator, "namespace": namespace, "name": "op"}
+    for gang, check in (("volcano", True), ("volcano", False), ("none", False)):
+        res = run_module(lab, "operator_gang", {**base, "gang_scheduler": gang}, check=check)
+        assert res.get("failed") is True, res
+        msg = res["msg"]
+        assert f"Deployment {namespace}/op container op runs its binary through a shell ({shell} <script>)" in msg, msg
+        assert f"a {flag} flag added to command/args would land outside the script" in msg, msg
+        assert "Put the operator binary in command/args directly" in msg and "nothing was changed" in msg, msg
+    after, c = _container(api, namespace, "op")
+    assert after.metadata.resource_version == before.metadata.resource_version, "a refused edit changed it"
+    assert (c.command, c.args) == (shape.get("command"), shape.get("args"))
+
+
+def test_tini_around_the_binary_gets_the_flag_after_the_binary(lab, volcano, api, namespace):
+    """No shell: tini in command, the operator binary in args. The flag goes into args, after the binary
+    (into command it would come before /manager and be read by tini)."""
+    kube.apply(lab, [operator_like(namespace, "op", command=["/usr/bin/tini", "--"], args=["/manager", "--v=2"])])
+    args = {"operator": "training_operator", "gang_scheduler": "volcano", "namespace": namespace, "name": "op"}
+    res = run_module(lab, "operator_gang", args)
+    assert res["changed"] is True, res
+    _, c = _container(api, namespace, "op")
+    assert c.command == ["/usr/bin/tini", "--"]
+    assert c.args == ["/manager", "--v=2", "--gang-scheduler-name=volcano"]
+    assert run_module(lab, "operator_gang", args)["changed"] is False
+
+
+def test_image_of_another_program_is_refused_unless_expected(lab, volcano, api, namespace):
+    base = {"operator": "training_operator", "gang_scheduler": "volcano", "namespace": namespace, "name": "op"}
+    vc = "example.invalid/mirror/volcanosh/vc-scheduler:v1.10.0"
+    kube.apply(lab, [operator_like(namespace, "op", command=["/vc-scheduler", "--v=2"], image=vc)])
+    before = _settled(api, namespace, "op")
+    for check in (True, False):
+        res = run_module(lab, "operator_gang", base, check=check)
+        assert res.get("failed") is True, res
+        assert f"Deployment {namespace}/op container op runs image '{vc}', not training-operator" in res["msg"], res
+        assert "set expected_image" in res["msg"] and "nothing was changed" in res["msg"], res
     after, _ = _container(api, namespace, "op")
-    assert after.metadata.generation == before.metadata.generation
+    assert after.metadata.resource_version == before.metadata.resource_version
+
+    # a build of the operator under a name of its own: refused too, until it is named
+    own = "example.invalid/acme/kubeflow-trainer:v1.8.1-acme"
+    kube.apply(lab, [operator_like(namespace, "op", command=["/manager"], image=own)])
+    before = _settled(api, namespace, "op")
+    res = run_module(lab, "operator_gang", base)
+    assert res.get("failed") is True and f"runs image '{own}', not training-operator" in res["msg"], res
+    res = run_module(lab, "operator_gang", {**base, "expected_image": "acme/other-trainer"})
+    assert res.get("failed") is True and "not 'acme/other-trainer' (expected_image)" in res["msg"], res
+    after, _ = _container(api, namespace, "op")
+    assert after.metadata.resource_version == before.metadata.resource_version
+    res = run_module(lab, "operator_gang", {**base, "expected_image": "acme/kubeflow-trainer"})
+    assert res["changed"] is True, res
+    _, c = _container(api, namespace, "op")
+    assert c.command == ["/manager", "--gang-scheduler-name=volcano"]
+
+
+@pytest.mark.parametrize("wait_timeout", [-5, 0])
+def test_bad_wait_timeout_is_refused_before_any_patch(lab, volcano, api, namespace, wait_timeout):
+    kube.apply(lab, [operator_like(namespace, "op", command=["/manager"])])
+    before = _settled(api, namespace, "op")
+    args = {"operator": "training_operator", "gang_scheduler": "volcano", "namespace": namespace, "name": "op"}
+    res = run_module(lab, "operator_gang", {**args, "wait": True, "wait_timeout": wait_timeout})
+    assert res.get("failed") is True, res
+    assert f"wait_timeout={wait_timeout} with wait=true" in res["msg"] and "nothing was changed" in res["msg"], res
+    after, c = _container(api, namespace, "op")
+    assert after.metadata.resource_version == before.metadata.resource_version
+    assert c.command == ["/manager"]
 
 
 def test_original_puts_the_argv_back_and_a_missing_deployment_is_nothing_to_restore(lab, volcano, api, namespace):

@@ -98,6 +98,24 @@ def test_second_scheduler_uninstall(lab):
     assert names == [], names
 
 
+def test_default_mode_in_check_mode_passes_and_writes_nothing(lab):
+    """site.yml --check in the default mode on a lab where it never ran: the backup directory a real run
+    creates first is not there, and check mode neither fails for it nor claims a restore; it reports the
+    host files it would change and writes none."""
+    manifest = lab.manifests / "kube-scheduler.yaml"
+    original = manifest.read_bytes()
+    backup_dir, config = lab.root / "backup", lab.etc / "gangsched-scheduler-config.yaml"
+    assert not backup_dir.exists() and not config.exists()
+    run = playbook(lab, "site", check=True, **DEFAULT)
+    assert run.rc == 0, run.failures()
+    changed = run.changed()
+    for task in ("Static pod | backup directory", "Static pod | KubeSchedulerConfiguration with Coscheduling"):
+        assert any(name.endswith(task) for name in changed), (task, changed)
+    assert not [name for name in changed if "Static pod | put the original manifest back" in name]
+    assert manifest.read_bytes() == original
+    assert not backup_dir.exists() and not config.exists()
+
+
 def test_default_scheduler_and_restore(lab):
     manifest = lab.manifests / "kube-scheduler.yaml"
     original = manifest.read_bytes()
