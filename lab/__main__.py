@@ -53,7 +53,8 @@ def _cmd_status(a) -> int:
         print(json.dumps(st, indent=2))
         return 0
     for name, s in st.items():
-        print(f"{name:40s} {'up' if s['up'] else 'down':5s} pid {s['pid'] or '-'}")
+        addr = f"  ip {s['ip']}" if s.get("ip") else ""
+        print(f"{name:40s} {'up' if s['up'] else 'down':5s} pid {s['pid'] or '-'}{addr}")
         for line in s["log"]:
             print(f"    | {line[:160]}")
     return 0 if all(s["up"] for n, s in st.items() if not n.startswith("pod/")) else 3
@@ -124,7 +125,7 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("down", help="stop everything (idempotent)")
     d.add_argument("--purge", action="store_true", help="also delete .lab/")
     d.set_defaults(fn=_cmd_down)
-    s = sub.add_parser("status", help="each component: pid, up/down, last log lines")
+    s = sub.add_parser("status", help="each component and runner pod: pid, up/down, the pod's address, last log lines")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=_cmd_status)
     lg = sub.add_parser("logs", help="a component's log, or pod/NS/NAME[/CONTAINER]")

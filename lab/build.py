@@ -134,6 +134,14 @@ UNITS: tuple[Unit, ...] = (
             ("volcano.sh/volcano:installer/helm/chart/volcano", "chart"),
         ),
     ),
+    # vc-webhook-manager (the chart's admission) in a unit of its own, so adding it did not change the
+    # recipe, and so the cache, of the scheduler and controllers
+    Unit(
+        name="volcano-webhook",
+        module="volcano.sh/volcano",
+        version=V.VOLCANO,
+        binaries=(Binary("vc-webhook-manager", "volcano.sh/volcano/cmd/webhook-manager"),),
+    ),
     Unit(
         name="training-operator",
         module="github.com/kubeflow/training-operator",

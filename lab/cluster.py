@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from . import build, nodes, pki, procs
+from . import build, nodes, pki, podnet, procs
 from . import versions as V
 from .paths import REPO, state_dir
 
@@ -106,7 +106,9 @@ class Lab:
             raise LabError("--gpu-nodes, --gpus-per-node and --cpu-nodes must be >= 0")
         if api_port and not port_free(api_port):
             raise LabError(f"port {api_port} on 127.0.0.1 is busy; pick another --api-port or free it")
-        # fresh run state, but keep nothing from a previous lab
+        # fresh run state, but keep nothing from a previous lab (its pods' /24 is taken again if free)
+        old_subnet = self.state().get("pod_subnet")
+        podnet.release_subnet(old_subnet)
         if self.root.exists():
             shutil.rmtree(self.root)
         for d in (self.pki, self.logs, self.pids, self.etc, self.manifests, self.pods):
@@ -128,6 +130,8 @@ class Lab:
         }
         self.save_state(st)
         try:
+            st["pod_subnet"] = podnet.claim_subnet(prefer=old_subnet)
+            self.save_state(st)
             self._start_all(st, log)
             log("creating nodes")
             client = nodes.client(self.kubeconfig)
@@ -278,6 +282,9 @@ class Lab:
                 "--authorization-mode=Node,RBAC",
                 "--service-cluster-ip-range=10.96.0.0/16",
                 "--endpoint-reconciler-type=none",
+                # webhooks and aggregated APIs are called at a Service's endpoints (the pods' addresses),
+                # not at its ClusterIP: the lab has no kube-proxy
+                "--enable-aggregator-routing=true",
                 "--allow-privileged=true",
                 "--profiling=false",
                 "--enable-priority-and-fairness=false",
@@ -465,6 +472,7 @@ class Lab:
             if procs.stop(procs.read_pid(pidfile), grace=3):
                 stopped.append(f"pod process {pidfile.parent.name}/{pidfile.stem}")
             pidfile.unlink(missing_ok=True)
+        podnet.release_subnet(self.state().get("pod_subnet"))
         log("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
         if remove_state and self.root.exists():
             shutil.rmtree(self.root)
@@ -503,9 +511,21 @@ class Lab:
             pid = self.pid(c)
             out[c] = {"pid": pid, "up": procs.alive(pid), "log": procs.tail(self.logs / f"{c}.log", 3)}
         for pidfile in sorted(self.pods.glob("*/*.pid")) if self.pods.exists() else ():
+            if pidfile.name == "sandbox.pid":
+                continue
             pid = procs.read_pid(pidfile)
             name = f"pod/{pidfile.parent.name.replace('_', '/', 1)}:{pidfile.stem}"
-            out[name] = {"pid": pid, "up": procs.alive(pid), "log": procs.tail(pidfile.with_suffix(".log"), 3)}
+            try:
+                ip = json.loads((pidfile.parent / "pod.json").read_text())["ip"]
+            except (OSError, ValueError, KeyError):
+                ip = None
+            out[name] = {
+                "pid": pid,
+                "up": procs.alive(pid),
+                "ip": ip,
+                "sandbox_pid": procs.read_pid(pidfile.parent / "sandbox.pid"),
+                "log": procs.tail(pidfile.with_suffix(".log"), 3),
+            }
         return out
 
     def audit_events(self, user: str | None = None, code: int | None = None) -> list[dict]:

@@ -16,12 +16,14 @@ from __future__ import annotations
 import base64
 import datetime
 import hashlib
+import http.client
 import json
 import os
 import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -33,7 +35,8 @@ import yaml
 from kubernetes import client as k
 from kubernetes import watch
 
-from . import build, images, procs
+from . import build, images, podnet, procs
+from . import versions as V
 from .cluster import CONTROL_PLANE_NODE, Lab
 from .paths import REPO
 
@@ -120,6 +123,153 @@ class Forwarder:
             pass
 
 
+class Prober:
+    """A container's readinessProbe, run from the host against the pod's address (httpGet, tcpSocket),
+    as kubelet does: initialDelaySeconds, periodSeconds, timeoutSeconds, success/failureThreshold."""
+
+    def __init__(self, ctr: Container, spec: dict | None):
+        self.ctr = ctr
+        self.spec = spec or {}
+        self.supported = bool(spec) and ("httpGet" in spec or "tcpSocket" in spec)
+        self.ready = False
+        self.successes = 0
+        self.failures = 0
+        self.last: str = ""
+        self.next = time.monotonic() + float(self.spec.get("initialDelaySeconds", 0))
+        self.busy = False
+
+    def _port(self, port) -> int:
+        if isinstance(port, int) or str(port).isdigit():
+            return int(port)
+        for p in self.ctr.spec.get("ports") or []:
+            if p.get("name") == port:
+                return int(p["containerPort"])
+        raise ValueError(f"no container port named {port!r}")
+
+    def check(self) -> tuple[bool, str]:
+        timeout = float(self.spec.get("timeoutSeconds", 1))
+        host = self.ctr.pod.pod_ip
+        try:
+            if "tcpSocket" in self.spec:
+                t = self.spec["tcpSocket"]
+                socket.create_connection((t.get("host") or host, self._port(t["port"])), timeout=timeout).close()
+                return True, ""
+            h = self.spec["httpGet"]
+            scheme = (h.get("scheme") or "HTTP").upper()
+            url_host = h.get("host") or host
+            cls = http.client.HTTPSConnection if scheme == "HTTPS" else http.client.HTTPConnection
+            kw = {"context": ssl._create_unverified_context()} if scheme == "HTTPS" else {}  # noqa: S323 - as kubelet
+            conn = cls(url_host, self._port(h["port"]), timeout=timeout, **kw)
+            try:
+                headers = {x["name"]: x["value"] for x in h.get("httpHeaders") or []}
+                conn.request("GET", h.get("path") or "/", headers=headers)
+                code = conn.getresponse().status
+            finally:
+                conn.close()
+            return 200 <= code < 400, f"HTTP probe failed with statuscode: {code}"
+        except (OSError, ValueError, http.client.HTTPException) as e:
+            return False, f"probe failed: {e}"
+
+    def tick(self) -> None:
+        if not self.supported or self.busy or time.monotonic() < self.next:
+            return
+        self.busy = True
+        self.next = time.monotonic() + float(self.spec.get("periodSeconds", 10))
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            ok, why = self.check()
+            if ok:
+                self.successes, self.failures = self.successes + 1, 0
+                if self.successes >= int(self.spec.get("successThreshold", 1)):
+                    self.ready = True
+            else:
+                self.successes, self.failures = 0, self.failures + 1
+                if self.failures >= int(self.spec.get("failureThreshold", 3)) or not self.ready:
+                    self.ready = False
+                if why != self.last:
+                    log(f"{self.ctr.pod.ns}/{self.ctr.pod.name}:{self.ctr.name} readiness {why}")
+            self.last = why if not ok else ""
+        finally:
+            self.busy = False
+
+
+class Sandbox:
+    """The pod's network namespace, held by ``lab.podexec --sandbox`` for the pod's lifetime: loopback,
+    the forwarded apiserver listener, and eth0 with the pod's address (see ``lab.podnet``)."""
+
+    def __init__(self, pod: PodRun):
+        self.pod = pod
+        self.proc: subprocess.Popen | None = None
+        self.forwarders: list[Forwarder] = []
+        self.pid_path = pod.dir / "sandbox.pid"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid if self.proc else 0
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        runner = self.pod.runner
+        spec_file = self.pod.dir / "sandbox.json"
+        spec_file.write_text(
+            json.dumps({"forward_ports": [runner.api_port], "ip": self.pod.pod_ip, "subnet": runner.subnet})
+        )
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with open(self.pod.dir / "sandbox.log", "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "lab.podexec", "--sandbox", str(spec_file), str(child.fileno())],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                pass_fds=(child.fileno(),),
+                start_new_session=True,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
+        child.close()
+        self.pid_path.write_text(str(self.proc.pid))
+        parent.settimeout(10)
+        done = False
+        try:
+            while True:
+                msg, fds, _, _ = socket.recv_fds(parent, 64, 1)
+                if not msg:
+                    break
+                if fds:
+                    self.forwarders.append(Forwarder(socket.socket(fileno=fds[0]), int(msg.decode())))
+                elif msg == b"ready":
+                    podnet.attach(self.proc.pid, self.pod.pod_ip, runner.subnet)
+                    parent.sendall(b"go")
+                elif msg == b"ok":
+                    done = True
+                    break
+        except (OSError, ValueError, podnet.PodNetError) as e:
+            self.stop()
+            raise PodSetupError("LabPodNetworkError", f"pod network for {self.pod.pod_ip}: {e}") from e
+        finally:
+            parent.close()
+        if not done:
+            self.stop()
+            tail = " | ".join(procs.tail(self.pod.dir / "sandbox.log", 3))
+            raise PodSetupError("LabPodNetworkError", f"the pod's sandbox did not come up: {tail}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            procs.stop(self.proc.pid, 2)
+            try:
+                self.proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
+            self.proc = None
+        for f in self.forwarders:
+            f.close()
+        self.forwarders = []
+        self.pid_path.unlink(missing_ok=True)
+
+
 class Container:
     def __init__(self, pod: PodRun, spec: dict, binary: str | None):
         self.pod = pod
@@ -127,7 +277,7 @@ class Container:
         self.name = spec["name"]
         self.binary = binary
         self.proc: subprocess.Popen | None = None
-        self.forwarders: list[Forwarder] = []
+        self.probe: Prober | None = None
         self.restarts = 0
         self.started_at: str | None = None
         self.started_mono = 0.0
@@ -149,39 +299,26 @@ class Container:
                     "env": env,
                     "mounts": mounts,
                     "cwd": self.spec.get("workingDir") or str(self.pod.dir),
-                    "forward_ports": [self.pod.runner.api_port],
+                    "netns": f"/proc/{self.pod.sandbox.pid}/ns/net",
                 }
             )
         )
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         with open(self.log_path, "ab") as out:
             out.write(f"\n=== {now()} start #{self.restarts}: {' '.join(argv)}\n".encode())
             out.flush()
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "lab.podexec", str(spec_file), str(child.fileno())],
+                [sys.executable, "-m", "lab.podexec", str(spec_file)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                pass_fds=(child.fileno(),),
                 start_new_session=True,
                 env={**os.environ, "PYTHONPATH": str(REPO)},
             )
-        child.close()
-        parent.settimeout(10)
-        try:
-            while True:
-                msg, fds, _, _ = socket.recv_fds(parent, 64, 1)
-                if not msg:
-                    break
-                self.forwarders.append(Forwarder(socket.socket(fileno=fds[0]), int(msg.decode())))
-        except (OSError, ValueError):
-            pass
-        finally:
-            parent.close()
         self.pid_path.write_text(str(self.proc.pid))
         self.started_at = now()
         self.started_mono = time.monotonic()
         self.waiting = None
+        self.probe = Prober(self, self.spec.get("readinessProbe"))
 
     def stop(self, grace: float = 10.0) -> None:
         if self.proc is not None:
@@ -190,9 +327,6 @@ class Container:
                 self.proc.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 pass
-        for f in self.forwarders:
-            f.close()
-        self.forwarders = []
         self.pid_path.unlink(missing_ok=True)
 
     def reap(self) -> dict | None:
@@ -210,9 +344,6 @@ class Container:
         ran = time.monotonic() - self.started_mono
         backoff = 0.0 if ran > 60 else min(MAX_BACKOFF, 2.0 ** min(self.restarts, 5))
         self.next_start = time.monotonic() + backoff
-        for f in self.forwarders:
-            f.close()
-        self.forwarders = []
         self.proc = None
         self.pid_path.unlink(missing_ok=True)
         self.waiting = ("CrashLoopBackOff", f"back-off {backoff:.0f}s restarting failed container")
@@ -220,8 +351,17 @@ class Container:
             out.write(f"=== {now()} exited with code {code}\n".encode())
         return self.last_term
 
+    def ready(self) -> bool:
+        """Alive and, with a readinessProbe (httpGet or tcpSocket), passing it; without one (or with a
+        kind the lab does not run), alive for 1 s."""
+        if not self.alive():
+            return False
+        if self.probe is not None and self.probe.supported:
+            return self.probe.ready
+        return time.monotonic() - self.started_mono >= 1.0
+
     def status(self, image: str) -> dict:
-        ready = self.alive() and time.monotonic() - self.started_mono >= 1.0
+        ready = self.ready()
         st: dict = {
             "name": self.name,
             "image": image,
@@ -233,6 +373,8 @@ class Container:
         }
         if self.alive():
             st["state"] = {"running": {"startedAt": self.started_at}}
+        elif self.next_start == float("inf") and self.last_term:  # done for good (restartPolicy)
+            st["state"] = {"terminated": self.last_term}
         else:
             reason, message = self.waiting or ("ContainerCreating", "")
             st["state"] = {"waiting": {"reason": reason, "message": message}}
@@ -258,6 +400,7 @@ class PodRun:
         self.token_refreshed = 0.0
         self.volumes_refreshed = 0.0
         self.pod_ip = runner.allocate_ip()
+        self.sandbox = Sandbox(self)
         self.last_status: str | None = None
         self.last_ready: str | None = None
         self.stopping = False
@@ -266,6 +409,7 @@ class PodRun:
         # the containers, and no tick after that starts one
         self.lock = threading.Lock()
         self.created = now()
+        (self.dir / "pod.json").write_text(json.dumps({"namespace": self.ns, "name": self.name, "ip": self.pod_ip}))
 
     # ---- set-up --------------------------------------------------------------------------------
     def _read_configmap(self, name: str, optional: bool) -> dict | None:
@@ -421,6 +565,10 @@ class PodRun:
 
     def argv_for(self, c: dict, binary: str, env: dict) -> list[str]:
         command, args = list(c.get("command") or []), list(c.get("args") or [])
+        script = V.SCRIPTS.get(images.repository(c["image"]), {}).get(os.path.basename(command[0]) if command else "")
+        if script:  # a script of the image that a lab module does (see versions.SCRIPTS)
+            env["PYTHONPATH"] = str(REPO)
+            return [sys.executable, "-m", script] + [expand(a, env) for a in command[1:] + args]
         if command and os.path.basename(command[0]) in SHELLS:
             raise PodSetupError(
                 "LabUnsupportedCommand",
@@ -436,6 +584,12 @@ class PodRun:
             return
         c = ctr.spec
         vols = self.materialise_volumes()
+        if not self.sandbox.alive():
+            for other in self.containers:  # a pod whose sandbox died: its containers go with it
+                if other.alive():
+                    other.stop(2)
+            self.sandbox.stop()
+            self.sandbox.start()
         env = self.env_for(c)
         argv = self.argv_for(c, ctr.binary, env)
         mounts = []
@@ -477,6 +631,9 @@ class PodRun:
                 except build.BuildError as e:
                     ctr.waiting = ("LabBinaryMissing", str(e))
                     ctr.next_start = time.monotonic() + 10
+        for ctr in self.containers:
+            if ctr.alive() and ctr.probe is not None:
+                ctr.probe.tick()
         if any(c.alive() for c in self.containers) and time.monotonic() - self.volumes_refreshed > 5:
             try:  # ConfigMap/Secret contents every few seconds, tokens every 30 minutes
                 self.materialise_volumes(tokens=time.monotonic() - self.token_refreshed > 1800)
@@ -549,6 +706,8 @@ class PodRun:
             self.stopping = True
         for ctr in self.containers:
             ctr.stop(grace)
+        self.sandbox.stop()
+        self.runner.release_ip(self.pod_ip)
         log(f"stopped {self.ns}/{self.name}")
 
 
@@ -579,13 +738,26 @@ class Runner:
         self.pods: dict[str, PodRun] = {}  # by ns/name
         self.static: dict[str, tuple[str, PodRun | None]] = {}  # manifest file -> (hash, run)
         self.lock = threading.RLock()
-        self.ip_counter = 0
+        # the lab's /24 for pod addresses (claimed by `lab up`); .1 is the host's end, .2-.254 the pods'
+        self.subnet = lab.state()["pod_subnet"]
+        self.ips_in_use: set[str] = set()
+        self.ip_lock = threading.Lock()
         self.stop_event = threading.Event()
 
     def allocate_ip(self) -> str:
-        self.ip_counter += 1
-        n = self.ip_counter
-        return f"10.245.{(n >> 8) & 255}.{n & 255}"
+        """The lowest free pod address of the lab's /24 (an address is free again once its pod stopped)."""
+        base = self.subnet.rsplit(".", 1)[0]
+        with self.ip_lock:
+            for n in range(2, 255):
+                ip = f"{base}.{n}"
+                if ip not in self.ips_in_use:
+                    self.ips_in_use.add(ip)
+                    return ip
+        raise RuntimeError(f"no free pod address left in {self.subnet}")
+
+    def release_ip(self, ip: str) -> None:
+        with self.ip_lock:
+            self.ips_in_use.discard(ip)
 
     # ---- API pods ------------------------------------------------------------------------------
     def managed(self, pod: dict) -> bool:

@@ -548,8 +548,9 @@ def training_operator(
         "type": "Opaque",
         "metadata": {"name": "training-operator-webhook-cert", "namespace": TO_NS},
     }
-    # the operator's cert rotator waits for this object before it starts its controllers; it lists no
-    # webhooks, as the apiserver cannot reach a pod's webhook server in the lab
+    # the operator's cert rotator waits for this object before it starts its controllers. The lab's own
+    # minimal manifest lists no webhooks, so a test may remove the operator without leaving a
+    # failurePolicy: Fail webhook behind; the collection's role installs upstream's webhooks
     vwc = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",

@@ -23,8 +23,18 @@ IMAGES = {
     "scheduler-plugins/controller": "sp-controller",
     "volcanosh/vc-scheduler": "vc-scheduler",
     "volcanosh/vc-controller-manager": "vc-controller-manager",
+    "volcanosh/vc-webhook-manager": "vc-webhook-manager",
     "kubeflow/training-operator": "training-operator",
     "mpioperator/mpi-operator": "mpi-operator",
+}
+
+# Shell scripts some of those images run instead of their binary (a chart's hook Job), each done by
+# a lab module that does what the script does, run by the runner in the pod the same way (the pod's
+# own ServiceAccount token, env and namespaces): image repository -> script name -> module.
+SCRIPTS = {
+    # the Volcano chart's admission-init hook Job: a CA and a serving certificate for the admission
+    # Service, stored in the Secret the vc-webhook-manager Deployment mounts
+    "volcanosh/vc-webhook-manager": {"gen-admission-secret.sh": "lab.certgen"},
 }
 
 # Staging modules of this Kubernetes release that the Go module proxy refuses to serve; the previous

@@ -105,11 +105,56 @@ def operator_facts(client, found: list[dict]) -> list[dict]:
     return out
 
 
+def webhooks_without_endpoints(client) -> list[dict]:
+    """failurePolicy: Fail admission webhooks whose Service has no ready endpoint: every request they
+    match is refused (a cluster-wide outage when they match pods)."""
+    out, ready = [], {}
+    for kind in ("Validating", "Mutating"):
+        path = f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}webhookconfigurations"
+        for cfg in client.list(path, what=f"{kind}WebhookConfigurations"):
+            for w in cfg.get("webhooks") or []:
+                svc = (w.get("clientConfig") or {}).get("service")
+                if not svc or w.get("failurePolicy", "Fail") != "Fail":
+                    continue
+                key = f"{svc['namespace']}/{svc['name']}"
+                if key not in ready:
+                    slices = client.list(
+                        f"/apis/discovery.k8s.io/v1/namespaces/{svc['namespace']}/endpointslices",
+                        what=f"EndpointSlices of Service {key}",
+                        labelSelector=f"kubernetes.io/service-name={svc['name']}",
+                    )
+                    ready[key] = any(
+                        e.get("addresses") and (e.get("conditions") or {}).get("ready") is not False
+                        for sl in slices
+                        for e in sl.get("endpoints") or []
+                    )
+                if not ready[key]:
+                    rules = sorted({r for rule in w.get("rules") or [] for r in rule.get("resources") or []})
+                    out.append(
+                        {
+                            "configuration": f"{kind}WebhookConfiguration {cfg['metadata']['name']}",
+                            "webhook": w["name"],
+                            "service": key,
+                            "resources": rules,
+                        }
+                    )
+    return out
+
+
 def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugins: list[dict]) -> list[dict]:
     out = []
 
     def add(obj, msg, fix):
         out.append({"object": obj, "message": msg, "fix": fix})
+
+    for w in webhooks_without_endpoints(client):
+        add(
+            w["configuration"],
+            f"webhook {w['webhook']} calls Service {w['service']}, which has no ready endpoint: with "
+            f"failurePolicy Fail every request for {', '.join(w['resources']) or 'what it matches'} is refused",
+            f"bring the pods behind Service {w['service']} back to Ready, or delete the configuration "
+            "if its component was removed",
+        )
 
     running_names = {n for s in schedulers if s["ready"] for n in s["gang_profiles"]}
     sp_profiles = sorted({n for s in schedulers if s["kind"] == "scheduler_plugins" for n in s["gang_profiles"]})

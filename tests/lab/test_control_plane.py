@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import subprocess
 import sys
 
 import pytest
 from kubernetes import client as k
 
-from lab import nodes
+from lab import nodes, podnet, scenarios
 from lab.cluster import REPO
 
 
@@ -72,10 +73,37 @@ def test_logs_of_unknown_component_names_the_choices(lab):
     assert r.returncode == 2 and "unknown component 'kubelet'" in r.stderr and "pod/NS/NAME" in r.stderr
 
 
-def test_no_lab_process_listens_beyond_loopback(lab):
+def _local_hosts(ss_output: str) -> list[str]:
+    return [line.split()[3].rsplit(":", 1)[0] for line in ss_output.splitlines() if line.strip()]
+
+
+def test_nothing_listens_beyond_loopback_and_the_pods_own_addresses(volcano, core):
+    """Lab processes listen on the host's loopback only. Each runner pod has one address of the lab's
+    /24 (its status.podIP), on eth0 in its own network namespace, and routes nowhere but that /24:
+    whatever a component listens on there is reachable from this host's lab alone."""
+    lab = volcano
     pids = {str(lab.pid(c)) for c in ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runner")}
     out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True).stdout
     for line in out.splitlines():
         if any(f"pid={p}," in line for p in pids):
             local = line.split()[3]
             assert local.startswith(("127.0.0.1:", "[::1]:")), line
+    subnet = ipaddress.ip_network(lab.state()["pod_subnet"])
+    scenarios.wait_deployment(lab, scenarios.VC_NS, "vc-scheduler")
+    pods = {n: s for n, s in lab.status().items() if n.startswith("pod/") and s["up"]}
+    assert any("vc-scheduler" in n for n in pods), pods
+    for name, s in pods.items():
+        ip, sandbox = s["ip"], str(s["sandbox_pid"])
+        assert ipaddress.ip_address(ip) in subnet, (name, ip)
+        assert set(podnet.addresses_inside(int(sandbox))) <= {("lo", "127.0.0.1"), ("lo", "::1"), ("eth0", ip)}
+        assert ("eth0", ip) in podnet.addresses_inside(int(sandbox)), name
+        ns = ["nsenter", "-t", sandbox, "-n"]
+        routes = subprocess.run([*ns, "ip", "-4", "route"], capture_output=True, text=True).stdout.splitlines()
+        assert sorted(r.split()[0] for r in routes) == sorted([str(subnet), str(subnet.network_address + 1)]), routes
+        listening = _local_hosts(subprocess.run([*ns, "ss", "-Hltn"], capture_output=True, text=True).stdout)
+        assert set(listening) <= {"127.0.0.1", ip, "0.0.0.0", "*", "[::]", "[::1]"}, (name, listening)
+    pod = next(p for p in core.list_namespaced_pod(scenarios.VC_NS).items if p.status.phase == "Running")
+    ns_name = f"pod/{scenarios.VC_NS}/{pod.metadata.name}:"
+    assert [s["ip"] for n, s in pods.items() if n.startswith(ns_name)] == [pod.status.pod_ip]
+    r = _lab_cli("status")
+    assert f"ip {pod.status.pod_ip}" in r.stdout, r.stdout

@@ -70,6 +70,43 @@ def test_half_scheduled_gangless_job_is_a_partial_gang(lab, namespace):
     assert [g for g in later["partial_gangs"] if g["gang"] == f"{namespace}/stuck"] == []
 
 
+def test_webhook_without_a_ready_endpoint_is_a_problem_with_its_fix(lab, namespace):
+    """A failurePolicy Fail webhook whose Service has no ready pod refuses every request it matches (a
+    cluster-wide outage when it matches pods). This one matches a kind nobody has, so nothing else breaks."""
+    name = f"gangsched-test-{namespace}"
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "gone", "namespace": namespace},
+        "spec": {"selector": {"app": "gone"}, "ports": [{"port": 443, "targetPort": 9443}]},
+    }
+    hook = {
+        "name": "deny.example.invalid",
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "clientConfig": {"service": {"name": "gone", "namespace": namespace, "path": "/validate"}},
+        "rules": [{"apiGroups": ["example.invalid"], "apiVersions": ["v1"], "operations": ["CREATE"]}],
+    }
+    hook["rules"][0]["resources"] = ["nothings"]
+    vwc = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [hook, {**hook, "name": "ignore.example.invalid", "failurePolicy": "Ignore"}],
+    }
+    kube.apply(lab, [svc, vwc])
+    try:
+        info = run_module(lab, "gang_info", {})
+        found = [p for p in info["problems"] if p["object"] == f"ValidatingWebhookConfiguration {name}"]
+        assert len(found) == 1, info["problems"]  # the Ignore one refuses nothing
+        msg = found[0]["message"]
+        assert f"deny.example.invalid calls Service {namespace}/gone, which has no ready endpoint" in msg, msg
+        assert "every request for nothings is refused" in found[0]["message"]
+        assert f"Service {namespace}/gone back to Ready" in found[0]["fix"], found[0]["fix"]
+    finally:
+        kube.delete(lab, [vwc])
+
+
 BAD = [
     ("threshold-negative", {"partial_threshold_seconds": -1}, "partial_threshold_seconds must be >= 0"),
     ("threshold-not-int", {"partial_threshold_seconds": "soon"}, "partial_threshold_seconds"),

@@ -174,7 +174,9 @@ def test_runner_tick_in_progress_cannot_start_a_container_for_a_pod_being_stoppe
     monkeypatch.setattr(r.PodRun, "start_container", slow_start)
     monkeypatch.setattr(r.PodRun, "push_status", lambda self, force=False: None)
     monkeypatch.setattr(r.Container, "stop", stop_container)
-    fake_runner = types.SimpleNamespace(lab=types.SimpleNamespace(pods=tmp_path), allocate_ip=lambda: "10.245.0.1")
+    fake_runner = types.SimpleNamespace(
+        lab=types.SimpleNamespace(pods=tmp_path), allocate_ip=lambda: "10.245.9.2", release_ip=lambda ip: None
+    )
     pod = {
         "metadata": {"namespace": "ns", "name": "p", "uid": "u"},
         "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/kube-scheduler:v1.33.5"}]},
