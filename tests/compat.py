@@ -1,6 +1,7 @@
 """The supported-versions matrix, proven: one virtualenv per cell (Python × ansible-core × the
 ``kubernetes`` client × kubernetes.core), each running the unit tests and a short check against the
-lab — gang_info, operator_gang in check mode, one gang_smoke_test to a ``gang_held_*`` verdict.
+lab — gang_info, operator_gang and gang_rbac in check mode, one gang_smoke_test to a ``gang_held_*``
+verdict: all four modules.
 
     python tests/compat.py                 # every cell
     python tests/compat.py oldest newest   # some cells (what make test runs)
@@ -172,6 +173,9 @@ def lab_check(venv: Path, lab) -> tuple[bool, str]:
     op = module(venv, lab, "operator_gang", {"operator": "training_operator", "gang_scheduler": "volcano"}, check=True)
     if op.get("failed") or op.get("scheduler_name") != "volcano":
         return False, f"operator_gang --check: {op.get('msg') or op}"
+    rbac = module(venv, lab, "gang_rbac", {"component": "training_operator", "gang_scheduler": "volcano"}, check=True)
+    if rbac.get("failed") or not rbac.get("rules") or rbac.get("missing_after") != []:
+        return False, f"gang_rbac --check: {rbac.get('msg') or rbac}"
     smoke = module(
         venv,
         lab,
@@ -180,7 +184,7 @@ def lab_check(venv: Path, lab) -> tuple[bool, str]:
     )
     if smoke.get("failed") or smoke.get("verdict") != "gang_held_running":
         return False, f"gang_smoke_test: {smoke.get('verdict')} {smoke.get('msg', '')[:300]}"
-    return True, f"gang_info, operator_gang --check, smoke {smoke['verdict']}"
+    return True, f"gang_info, operator_gang --check, gang_rbac --check, smoke {smoke['verdict']}"
 
 
 LAB_TESTS = ("test_gang_info.py", "test_operator_gang.py", "test_gang_rbac.py", "test_gang_smoke_test.py")
