@@ -161,11 +161,18 @@ class Gang:
             return group
         firsts = []
         for p in live:
-            after = [m for m in p.marks if m >= self.all_present_at]
-            if p.node or not p.unschedulable or not after:
+            if p.node or not p.unschedulable:
                 return group
-            firsts.append(after[0])
-        return max(firsts)
+            after = [m for m in p.marks if m >= self.all_present_at]
+            if after:
+                firsts.append(after[0])
+        # every member stands marked unschedulable, and the scheduler rejected at least one of them
+        # after the whole gang was there: it saw the complete gang and refused it. A member marked only
+        # earlier keeps its mark without a new event when the scheduler re-rejects it with the same
+        # message (scheduler-plugins' Coscheduling does; its queue may also hold it back for minutes)
+        if not firsts:
+            return group
+        return max(firsts) if group is None else min(group, max(firsts))
 
     def verdict(self, t: float, settle_seconds: float, expect: str) -> str | None:
         """The verdict at time t, or None while it cannot be told yet."""
@@ -194,10 +201,12 @@ class Gang:
         """Unbound members the scheduler has not marked unschedulable since the whole gang was there."""
         if self.group_rejected_at is not None:
             return []
+        live = self.live()
+        seen_whole = any(m >= self.all_present_at for p in live for m in p.marks if self.all_present_at is not None)
         out = []
-        for p in self.live():
+        for p in live:
             after = [m for m in p.marks if self.all_present_at is not None and m >= self.all_present_at]
-            if not p.node and not (p.unschedulable and after):
+            if not p.node and not (p.unschedulable and (after or seen_whole)):
                 out.append(p.name)
         return sorted(out)
 

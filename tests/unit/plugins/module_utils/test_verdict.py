@@ -55,13 +55,34 @@ def test_every_member_rejected_after_all_exist_is_held_pending_after_the_skew_wi
     assert g.verdict(6.2, settle_seconds=20, expect="running") is None
 
 
-def test_rejections_before_the_gang_was_complete_do_not_count():
+def test_rejections_before_the_gang_was_complete_do_not_count_alone():
+    g = V.Gang(size=3, skew_seconds=5)
+    early = "pod p0 cannot find enough sibling pods"
+    feed(g, [(0.0, "ADDED", pod("p0", 1, unschedulable=early)), (0.5, "ADDED", pod("p1", 2, unschedulable=early))])
+    feed(g, [(1.0, "ADDED", pod("p2", 3))])
+    # every member exists, two stand marked from before: no rejection of the complete gang yet
+    assert g.rejected_since() is None
+    assert g.verdict(10.0, settle_seconds=20, expect="pending") is None
+
+
+def test_a_complete_gang_rejected_with_earlier_marks_standing_counts():
+    """scheduler-plugins re-rejects an early-marked member with the same message (no new event) or holds
+    it in its queue: its standing mark counts once the scheduler rejected a member of the whole gang."""
     g = V.Gang(size=3, skew_seconds=5)
     early = "pod p0 cannot find enough sibling pods"
     feed(g, [(0.0, "ADDED", pod("p0", 1, unschedulable=early)), (0.5, "ADDED", pod("p1", 2, unschedulable=early))])
     feed(g, [(1.0, "ADDED", pod("p2", 3)), (2.0, "MODIFIED", pod("p2", 4, unschedulable="gang rejected"))])
-    assert g.rejected_since() is None
-    assert g.verdict(10.0, settle_seconds=20, expect="pending") is None
+    assert g.rejected_since() == 2.0 and g.not_rejected() == []
+    assert g.verdict(6.9, settle_seconds=20, expect="pending") is None
+    assert g.verdict(7.0, settle_seconds=20, expect="pending") == V.GANG_HELD_PENDING
+
+
+def test_rejections_before_the_gang_was_complete_then_all_again():
+    g = V.Gang(size=3, skew_seconds=5)
+    early = "pod p0 cannot find enough sibling pods"
+    feed(g, [(0.0, "ADDED", pod("p0", 1, unschedulable=early)), (0.5, "ADDED", pod("p1", 2, unschedulable=early))])
+    feed(g, [(1.0, "ADDED", pod("p2", 3)), (2.0, "MODIFIED", pod("p2", 4, unschedulable="gang rejected"))])
+    assert g.rejected_since() == 2.0
     # the scheduler rejects the complete gang: that counts
     feed(
         g,
@@ -81,8 +102,10 @@ def test_rejections_before_the_gang_was_complete_do_not_count():
         ],
     )
     assert g.rejected_since() == 11.5
-    assert g.verdict(16.4, settle_seconds=20, expect="pending") is None
-    assert g.verdict(16.5, settle_seconds=20, expect="pending") == V.GANG_HELD_PENDING
+    g2 = V.Gang(size=3, skew_seconds=5)  # the same feed, decided at once: 5 s after the first whole-gang rejection
+    feed(g2, [(0.0, "ADDED", pod("p0", 1, unschedulable=early)), (0.5, "ADDED", pod("p1", 2, unschedulable=early))])
+    feed(g2, [(1.0, "ADDED", pod("p2", 3)), (2.0, "MODIFIED", pod("p2", 4, unschedulable="gang rejected"))])
+    assert g2.verdict(7.0, settle_seconds=20, expect="pending") == V.GANG_HELD_PENDING
 
 
 def test_a_member_never_rejected_waits_for_the_settle_time():
