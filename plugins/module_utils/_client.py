@@ -77,7 +77,6 @@ def _message_of(body) -> str:
 
 
 DEFAULT_TIMEOUT = 30
-RETRY_SECONDS = float(DEFAULT_TIMEOUT)
 _RETRY_STATUS = (429, 500, 502, 503, 504)
 _NOT_CONNECTED = ("NewConnectionError", "ConnectTimeoutError", "NameResolutionError")
 

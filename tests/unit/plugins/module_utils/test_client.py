@@ -88,7 +88,7 @@ def test_retry_stops_at_its_deadline_with_the_connection_error(monkeypatch):
     with pytest.raises(ApiError) as e:
         _client.Client(api).get("/apis/apps/v1/deployments", what="Deployments")
     assert "connection refused" in e.value.msg
-    assert 5 < api.calls < 40  # about RETRY_SECONDS of one-second ticks, not forever
+    assert 5 < api.calls < 40  # about the client timeout (DEFAULT_TIMEOUT) of one-second ticks, not forever
     api = FakeApi([_refused()])
     with pytest.raises(ApiError):
         _client.Client(api).get("/x", retry_for=0)
