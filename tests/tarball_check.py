@@ -57,6 +57,8 @@ FORBIDDEN = [
     "ruff.toml",
     "requirements.txt",
     "inventories/lab*",
+    "docs/architecture.md",
+    "docs/development.md",
     "lab/*",
     "bench/*",
     "tests/*",
