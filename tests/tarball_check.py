@@ -108,6 +108,43 @@ def ee_requirements(dest: Path, tmp: Path, env: dict) -> list[str]:
     return []
 
 
+def build(out: Path, env: dict, cwd) -> Path:
+    """`ansible-galaxy collection build` of the checkout into ``out``; the tarball's path."""
+    meta = yaml.safe_load((REPO / "galaxy.yml").read_text())
+    p = run(
+        [str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(REPO)], env=env, cwd=cwd
+    )
+    if p.returncode != 0:
+        raise RuntimeError(f"ansible-galaxy collection build failed:\n{p.stdout}{p.stderr}")
+    return out / f"{meta['namespace']}-{meta['name']}-{meta['version']}.tar.gz"
+
+
+def install(tarball: Path, dest: Path, env: dict, cwd) -> Path:
+    """`ansible-galaxy collection install --offline --no-deps` into the empty path ``dest``; the
+    collection's directory there."""
+    meta = yaml.safe_load((REPO / "galaxy.yml").read_text())
+    p = run(
+        [str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "-p", str(dest), str(tarball)],
+        env={**env, "ANSIBLE_COLLECTIONS_PATH": str(dest)},
+        cwd=cwd,
+    )
+    installed = dest / "ansible_collections" / meta["namespace"] / meta["name"]
+    if p.returncode != 0 or not (installed / "MANIFEST.json").exists():
+        raise RuntimeError(f"ansible-galaxy collection install --offline failed:\n{p.stdout}{p.stderr}")
+    return installed
+
+
+def build_and_install(tmp: Path) -> str:
+    """The collection built and installed under ``tmp``, as an ANSIBLE_COLLECTIONS_PATH value that holds
+    that install and the environment's bundled collections (kubernetes.core), not the checkout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env["ANSIBLE_CONFIG"] = str(tmp / "ansible.cfg")
+    (tmp / "ansible.cfg").write_text("[defaults]\n")
+    dest = tmp / "installed"
+    install(build(tmp / "dist", env, tmp), dest, env, tmp)
+    return os.pathsep.join([str(dest), str(bundled_collections().parent)])
+
+
 def main() -> int:
     meta = yaml.safe_load((REPO / "galaxy.yml").read_text())
     errors: list[str] = []
@@ -118,13 +155,11 @@ def main() -> int:
         # run from the temporary directory: the checkout's ansible.cfg (collections_path .collections) must not apply
         env.update(HOME=str(home), ANSIBLE_LOCAL_TEMP=str(home / "tmp"), ANSIBLE_CONFIG=str(home / "ansible.cfg"))
         (home / "ansible.cfg").write_text("[defaults]\n")
-        p = run(
-            [str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(REPO)], env=env, cwd=tmp
-        )
-        if p.returncode != 0:
-            print(f"ansible-galaxy collection build failed:\n{p.stdout}{p.stderr}", file=sys.stderr)
+        try:
+            tarball = build(out, env, tmp)
+        except RuntimeError as e:
+            print(e, file=sys.stderr)
             return 1
-        tarball = out / f"{meta['namespace']}-{meta['name']}-{meta['version']}.tar.gz"
         with tarfile.open(tarball) as t:
             names = [m.name.removeprefix("./") for m in t.getmembers() if m.isfile()]
         errors += [f"missing from the tarball: {r}" for r in REQUIRED if r not in names]
@@ -135,23 +170,11 @@ def main() -> int:
         print(f"{tarball.name}: {len(names)} files, {tarball.stat().st_size / 1024:.0f} KiB")
 
         dest = Path(tmp) / "installed"
-        p = run(
-            [
-                str(BIN / "ansible-galaxy"),
-                "collection",
-                "install",
-                "--offline",
-                "--no-deps",
-                "-p",
-                str(dest),
-                str(tarball),
-            ],
-            env={**env, "ANSIBLE_COLLECTIONS_PATH": str(dest)},
-            cwd=tmp,
-        )
         installed = dest / "ansible_collections" / meta["namespace"] / meta["name"]
-        if p.returncode != 0 or not (installed / "MANIFEST.json").exists():
-            errors.append(f"ansible-galaxy collection install --offline failed:\n{p.stdout}{p.stderr}")
+        try:
+            install(tarball, dest, env, tmp)
+        except RuntimeError as e:
+            errors.append(str(e))
         else:
             env["ANSIBLE_COLLECTIONS_PATH"] = os.pathsep.join([str(dest), str(bundled_collections().parent)])
             # ansible-lint as the Galaxy importer runs it: on what the tarball holds (no .ansible-lint in it)

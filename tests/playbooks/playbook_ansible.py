@@ -58,7 +58,9 @@ class Run:
         return "\n".join(msgs) or self.stderr[-3000:]
 
 
-def playbook(lab: Lab, name: str, *extra: str, check: bool = False, **extra_vars) -> Run:
+def playbook(lab: Lab, name: str, *extra: str, check: bool = False, collections_path: str = "", **extra_vars) -> Run:
+    """``ansible-playbook gangsched.kubeflow.<name>`` on the lab inventory; the collection is the checkout,
+    or the one under ``collections_path`` (e.g. installed from the built tarball) when given."""
     cmd = [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventories/lab"), f"gangsched.kubeflow.{name}"]
     if check:
         cmd += ["--check"]
@@ -72,6 +74,8 @@ def playbook(lab: Lab, name: str, *extra: str, check: bool = False, **extra_vars
         "ANSIBLE_LOCALHOST_WARNING": "0",
         "GANGSCHED_LAB_DIR": str(lab.root),
     }
+    if collections_path:
+        env["ANSIBLE_COLLECTIONS_PATH"] = collections_path  # overrides ansible.cfg's .collections
     p = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=1200)
     return Run(p)
 

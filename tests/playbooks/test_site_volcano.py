@@ -5,15 +5,21 @@ server-side diff) and applies with a server-side dry run; uninstall.yml puts the
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import seeds
+import tarball_check
 from kubernetes import client as k
 from playbook_ansible import kubectl, module, playbook
 
 from lab import kube, scenarios
 
 pytestmark = pytest.mark.timeout(1500)
+BIN = Path(sys.executable).parent
 
 
 def _deployments(lab) -> dict[str, dict]:
@@ -103,6 +109,27 @@ def test_gang_info_sees_no_problem(lab):
     assert res["problems"] == [], res["problems"]
     ops = {o["operator"]: o for o in res["operators"]}
     assert ops["training_operator"]["scheduler"] == "volcano" if "scheduler" in ops["training_operator"] else True
+
+
+def test_report_runs_from_the_installed_tarball(lab, tmp_path):
+    """What Galaxy users get: the collection built, installed offline into an empty path, and a playbook
+    of it run from there against the lab (the checkout is not on the collections path)."""
+    path = tarball_check.build_and_install(tmp_path)
+    listed = subprocess.run(
+        [str(BIN / "ansible-galaxy"), "collection", "list", "gangsched.kubeflow", "--format", "json"],
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": path, "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg")},
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    found = json.loads(listed.stdout or "{}")
+    assert list(found) == [str(tmp_path / "installed" / "ansible_collections")], listed.stdout + listed.stderr
+    run = playbook(lab, "report", collections_path=path)
+    assert run.rc == 0, run.failures()
+    (report,) = run.results("Report | gang scheduling on lab")
+    lines = report["msg"]
+    assert any(line.startswith("gang scheduler: volcano") for line in lines), lines
+    assert "problems: none" in lines, lines
 
 
 def test_admission_webhooks_refuse_what_upstream_refuses(lab):
