@@ -313,7 +313,7 @@ def test_slim_objects_give_the_same_capacity_and_gangs():
 def test_controller_gone_only_when_nobody_reads_our_pipe(tmp_path):
     import os
 
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke import controller_gone
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils._interrupt import controller_gone
 
     r, w = os.pipe()
     try:
@@ -348,7 +348,7 @@ class StaleClient:
 
 
 def test_stale_objects_are_found_jobs_first_and_removed():
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _smoke
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _sweep
 
     def obj(ns, name):
         return {"metadata": {"namespace": ns, "name": name}}
@@ -359,10 +359,10 @@ def test_stale_objects_are_found_jobs_first_and_removed():
         "/apis/scheduling.volcano.sh/v1beta1/namespaces/s/podgroups/g": obj("s", "g"),
     }
     client = StaleClient(dict(objects))
-    removed, left = _smoke.remove_stale(client, "s", keep="mine", check_mode=True)
+    removed, left = _sweep.remove_stale(client, "s", keep="mine", check_mode=True)
     assert removed == ["TFJob s/j", "PodGroup s/g", "Pod s/p-0"] and client.deleted == []
     assert client.selectors == {"gangsched.kubeflow/smoke-run,gangsched.kubeflow/smoke-run!=mine"}
-    removed, left = _smoke.remove_stale(client, "s", keep="mine", check_mode=False)
+    removed, left = _sweep.remove_stale(client, "s", keep="mine", check_mode=False)
     assert left == [] and client.deleted == [
         "/apis/kubeflow.org/v1/namespaces/s/tfjobs/j",
         "/apis/scheduling.volcano.sh/v1beta1/namespaces/s/podgroups/g",
@@ -401,10 +401,10 @@ class ReviewClient:
 
 
 def test_forbidden_podgroup_create_names_the_call_and_the_service_account():
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _smoke
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _diagnosis
 
     client = ReviewClient()
-    msg = _smoke.forbidden_podgroup_create(client, "tfjob", "volcano", "smoke")
+    msg = _diagnosis.forbidden_podgroup_create(client, "tfjob", "volcano", "smoke")
     assert msg.startswith("Forbidden: ServiceAccount kubeflow/training-operator of Deployment kubeflow/")
     assert "may not create scheduling.volcano.sh/podgroups in namespace smoke" in msg
     assert "gangsched.kubeflow.gang_rbac (component=training_operator, gang_scheduler=volcano)" in msg
@@ -413,9 +413,9 @@ def test_forbidden_podgroup_create_names_the_call_and_the_service_account():
     ]
     # allowed: nothing to name; the other scheduler's API group is the one asked about
     ok = ReviewClient(allowed={("create", "scheduling.x-k8s.io", "podgroups")})
-    assert _smoke.forbidden_podgroup_create(ok, "pytorchjob", "scheduler_plugins", "smoke") is None
+    assert _diagnosis.forbidden_podgroup_create(ok, "pytorchjob", "scheduler_plugins", "smoke") is None
     # an MPIJob's operator is mpi-operator: no such Deployment here, nothing asked
     none = ReviewClient()
-    assert _smoke.forbidden_podgroup_create(none, "mpijob", "volcano", "smoke") is None and none.reviews == []
+    assert _diagnosis.forbidden_podgroup_create(none, "mpijob", "volcano", "smoke") is None and none.reviews == []
     # a caller without the right to ask gets None (the verdict then gives the general advice)
-    assert _smoke.forbidden_podgroup_create(ReviewClient(may_ask=False), "tfjob", "volcano", "smoke") is None
+    assert _diagnosis.forbidden_podgroup_create(ReviewClient(may_ask=False), "tfjob", "volcano", "smoke") is None

@@ -11,7 +11,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slots
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _info, _smoke
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _diagnosis, _info, _smoke, _trial
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _verdict as V
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 
@@ -259,14 +259,14 @@ WHO = "scheduler 'volcano' (Volcano Deployment volcano-system/vc-scheduler)"
 )
 def test_causes_name_the_scheduler(verdict, expect, rejected, fragments):
     g = _gang(rejected=rejected)
-    cause = _smoke.gang_cause(verdict, g, expect, {"_describe": WHO, "timeout": 30}, {"before": 0.5})
+    cause = _diagnosis.gang_cause(verdict, g, expect, WHO, 30, {"before": 0.5})
     for f in fragments:
         assert f in cause, cause
 
 
 @pytest.mark.parametrize("verdict", [V.GANG_HELD_RUNNING, V.PARTIAL])
 def test_no_cause_where_the_verdict_speaks_for_itself(verdict):
-    assert _smoke.gang_cause(verdict, _gang(), "running", {"_describe": WHO, "timeout": 30}, {}) is None
+    assert _diagnosis.gang_cause(verdict, _gang(), "running", WHO, 30, {}) is None
 
 
 def test_settled_alone_is_never_a_success():
@@ -405,18 +405,17 @@ class _Unbound:
 
 @pytest.mark.parametrize("still_binding", [False, True], ids=["stopped", "live"])
 def test_unbound_unrejected_gang_rechecks_liveness(monkeypatch, still_binding):
-    monkeypatch.setattr(_smoke, "Watcher", _Unbound)
+    monkeypatch.setattr(_trial, "Watcher", _Unbound)
     client = FakeClient(bind=still_binding)
     p = params(timeout=20, settle_seconds=3, liveness_timeout=2, expect="pending", run_id="r1")
-    p.update(_scheduler_name="volcano", _describe=WHO)
-    run = _smoke.Run(client, p, "r1", clock=_Clock())
-    run.liveness["before"] = 0.4  # the first canary was bound
-    g = _smoke.one_gang(run, p, {"nvidia.com/gpu": "1"}, "volcano", "pending", control=False)
+    trial = _trial.Trial(client, p, "r1", "volcano", WHO, clock=_Clock())
+    trial.liveness["before"] = 0.4  # the first canary was bound
+    g = trial.one_gang({"nvidia.com/gpu": "1"}, "pending", control=False)
     posted = [path for m, path in client.writes if m == "POST"]
     assert posted.count("/api/v1/namespaces/gangsched-smoke/pods") == 3  # 2 members, 1 canary
     if still_binding:
-        assert g["verdict"] == V.INCONCLUSIVE and run.liveness["during"] is not None
+        assert g["verdict"] == V.INCONCLUSIVE and trial.liveness["during"] is not None
         assert "never rejected the whole gang" in g["cause"] and "again in" in g["cause"], g["cause"]
     else:
-        assert g["verdict"] == V.ERROR and run.liveness["during"] is None
+        assert g["verdict"] == V.ERROR and trial.liveness["during"] is None
         assert WHO + " stopped scheduling" in g["cause"], g["cause"]

@@ -1,0 +1,184 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: what gang_smoke_test checks before it creates anything — every input,
+the report directory, the preflight (CRDs, the scheduler serving the name, nodes and pods) and the
+verdict to expect from the capacity. Not a public API."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _service, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import derive_scheduler_name
+
+JOB_CRDS = {
+    "pytorchjob": ("pytorchjobs.kubeflow.org", "training-operator"),
+    "tfjob": ("tfjobs.kubeflow.org", "training-operator"),
+    "mpijob": ("mpijobs.kubeflow.org", "mpi-operator"),
+}
+# namespaces a smoke test does not run in unless allow_system_namespace (the schedulers' own namespaces
+# found in the cluster are added to these)
+SYSTEM_NAMESPACES = (
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "volcano-system",
+    "volcano-monitoring",
+    "scheduler-plugins",
+)
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# the longest name a run creates: smoke-<run id>-control-<n>, a job's smoke-<run id>-gang-worker-<n> service
+_NAME_SHAPE = "smoke-{}-control-worker-{}"
+
+
+def validate(params: dict) -> dict:
+    """Resources as numbers; raises on bad input before anything is read, created or written."""
+    if params["replicas"] < 1:
+        raise GangError(f"replicas must be >= 1 (got {params['replicas']}): a gang needs members")
+    res = params.get("resources")
+    if not isinstance(res, dict) or not res:
+        raise GangError("resources must be a mapping of resource name to quantity, e.g. {nvidia.com/gpu: 1}")
+    out = {}
+    for k, v in res.items():
+        try:
+            q = _capacity.quantity(v)
+        except (ValueError, TypeError):
+            raise GangError(
+                f"resources[{k!r}] = {v!r} is not a Kubernetes quantity; use e.g. 1, '2' or '500m'"
+            ) from None
+        if q < 0:
+            raise GangError(f"resources[{k!r}] = {v!r} is negative")
+        out[k] = str(v)
+    for t, low in (("timeout", 1), ("liveness_timeout", 1), ("settle_seconds", 0), ("skew_seconds", 0)):
+        if params.get(t) is not None and params[t] < low:
+            raise GangError(f"{t} must be >= {low} (got {params[t]})")
+    ns = params.get("namespace") or ""
+    if not DNS_LABEL.match(ns) or len(ns) > 63:
+        raise GangError(
+            f"namespace {ns!r} is not a valid namespace name (lower-case letters, digits and '-', at most 63 "
+            "characters, starting and ending with a letter or digit)"
+        )
+    check_namespace(params, ())
+    run_id = params.get("run_id")
+    if run_id is not None:
+        if not DNS_LABEL.match(run_id) or len(run_id) > 63:
+            raise GangError(
+                f"run_id {run_id!r} is not usable: it becomes the label value {_workloads.RUN_LABEL}=<run_id> "
+                "and part of object names, so it must be at most 63 lower-case letters, digits and '-', "
+                "starting and ending with a letter or digit (e.g. nightly-42)"
+            )
+        longest = _NAME_SHAPE.format(run_id, params["replicas"])
+        if len(longest) > 63:
+            most = 63 - len(_NAME_SHAPE.format("", params["replicas"]))
+            raise GangError(
+                f"run_id {run_id!r} is too long: the names it makes (such as {longest}) must fit 63 characters; "
+                f"use at most {most} characters"
+            )
+    return out
+
+
+def check_namespace(params: dict, more: tuple) -> None:
+    """The test's namespace is none of the cluster's own or a scheduler's (``more``: found ones)."""
+    ns = params.get("namespace")
+    if params.get("allow_system_namespace"):
+        return
+    if ns in SYSTEM_NAMESPACES or ns in more:
+        raise GangError(
+            f"namespace {ns!r} is a system namespace (Kubernetes' own or a gang scheduler's): a smoke test "
+            "creates and deletes pods there and would compete with what runs there; pick another namespace "
+            "(the default gangsched-smoke is created and removed again), or set allow_system_namespace=true"
+        )
+
+
+def check_report_dir(path: str | None, check_mode: bool) -> None:
+    """report_dir can take the reports: it is (or can be made) a directory this process writes to.
+    Created when missing, except in check mode; checked before the test creates anything."""
+    if not path:
+        return
+    full = os.path.abspath(os.path.expanduser(path))
+    if os.path.exists(full) and not os.path.isdir(full):
+        raise GangError(f"report_dir {path!r} is not a directory; point report_dir at a directory")
+    if check_mode:
+        parent = full
+        while not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+            raise GangError(
+                f"report_dir {path!r} is not writable ({parent} is not a directory this user may write); "
+                "point report_dir at a writable directory"
+            )
+        return
+    try:
+        os.makedirs(full, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=full, prefix=".gang-smoke-probe-"):
+            pass
+    except OSError as e:
+        raise GangError(
+            f"report_dir {path!r} is not writable ({e.strerror or e}); point report_dir at a writable directory "
+            "(nothing was created in the cluster)"
+        ) from None
+
+
+def serves(s: dict, gang: str, sname: str) -> bool:
+    """Whether scheduler entry ``s`` (from find_schedulers) takes pods with schedulerName ``sname``."""
+    if gang == "volcano":
+        return s["kind"] == "volcano" and sname in (s.get("scheduler_names") or [])
+    return sname in (s.get("gang_profiles") or [])
+
+
+def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
+    """CRDs, the scheduler, its namespace, and nodes and pods for the capacity maths (``exclude``:
+    'ns/name' of pods that do not count, such as an earlier run's, about to be removed)."""
+    gang = params["gang_scheduler"]
+    crd_name = _service.PODGROUP_CRDS[gang]
+    if not _service.crd_established(_service.crd(client, crd_name)):
+        raise GangError(f"CustomResourceDefinition {crd_name} is missing: install {gang.replace('_', '-')} first")
+    wl = params["workload"]
+    if wl in JOB_CRDS:
+        name, op = JOB_CRDS[wl]
+        if not _service.crd_established(_service.crd(client, name)):
+            raise GangError(f"CustomResourceDefinition {name} is missing: install {op} first (workload={wl})")
+    schedulers = _service.find_schedulers(client)
+    check_namespace(params, tuple(s["namespace"] for s in schedulers))
+    sname = derive_scheduler_name(gang, params.get("scheduler_name"), schedulers, "training_operator")
+    running = [s for s in schedulers if s["ready"] and serves(s, gang, sname)]
+    nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
+    pods = client.scan(
+        "/api/v1/pods",
+        what="Pods (all namespaces)",
+        keep=_capacity.slim_pod,
+        fieldSelector="status.phase!=Succeeded,status.phase!=Failed",
+    )
+    if exclude:
+        pods = [p for p in pods if f"{p['metadata'].get('namespace')}/{p['metadata'].get('name')}" not in exclude]
+    return {
+        "scheduler_name": sname,
+        "scheduler_running": bool(running),
+        "schedulers": schedulers,
+        "nodes": nodes,
+        "pods": pods,
+    }
+
+
+def expected(params: dict, resources: dict, nodes: list, pods: list) -> tuple[str, dict]:
+    gpu = _capacity.GPU
+    per_pod = _capacity.quantity(resources[gpu]) if gpu in resources else 0.0
+    per_node = _capacity.nodes_capacity(nodes, pods, gpu)
+    fits, slots = _capacity.gang_fits(per_node, params["replicas"], per_pod)
+    cap = {"free_gpus": sum(n["free"] for n in per_node if n["schedulable"]), "fits": fits, "slots": slots}
+    exp = params["expect"]
+    if exp == "auto":
+        exp = "running" if fits else "pending"
+    if exp == "running" and not fits:
+        free = ", ".join(f"{n['name']} {n['free']}" for n in per_node if n["schedulable"] and n["free"]) or "none"
+        raise GangError(
+            f"expect=running with replicas={params['replicas']} cannot pass: only {slots} member(s) of "
+            f"{resources[gpu]} {gpu} fit on the schedulable nodes at once (a member lives on one node; free "
+            f"{gpu} per node: {free}), so the gang could never run. Set replicas to at most {slots}, or "
+            "expect=pending (or auto) to prove it is held; nothing was created"
+        )
+    return exp, cap

@@ -1,0 +1,118 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: removing what smoke runs create — the objects earlier runs left behind
+(found by their label, in one namespace or all) and, after a run, everything it labelled, waiting
+until its pods and namespace are gone. Not a public API."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import NotFound
+
+
+def _stale_selector(keep: str | None) -> str:
+    label = _workloads.RUN_LABEL
+    return label if keep is None else f"{label},{label}!={keep}"
+
+
+def find_stale(client, namespace: str | None, keep: str | None = None) -> list[tuple[str, str, bool]]:
+    """(API path, 'Kind ns/name', already being deleted) of every object labelled by a smoke run other
+    than ``keep``, in ``namespace`` or (None) in all namespaces; namespaces labelled by such a run last
+    (all-namespace scan only). Objects already being deleted count only when they are pods (their GPUs
+    are free only once they are gone)."""
+    sel = _stale_selector(keep)
+    out = []
+    for kind, api_version in _workloads.RUN_KINDS:
+        path = _workloads.kind_path(kind, api_version, namespace)
+        for o in client.list_or_empty(path, what=f"{kind}s labelled {_workloads.RUN_LABEL}", labelSelector=sel):
+            md = o["metadata"]
+            going = bool(md.get("deletionTimestamp"))
+            if going and kind != "Pod":
+                continue
+            ns, name = md["namespace"], md["name"]
+            out.append((f"{_workloads.kind_path(kind, api_version, ns)}/{name}", f"{kind} {ns}/{name}", going))
+    if namespace is None:
+        for o in client.list("/api/v1/namespaces", what="Namespaces", labelSelector=sel):
+            name = o["metadata"]["name"]
+            out.append((f"/api/v1/namespaces/{name}", f"Namespace {name}", False))
+    return out
+
+
+def stale_pods(client, namespace: str, keep: str) -> frozenset:
+    """'ns/name' of the pods ``find_stale`` finds: an earlier run interrupted before its cleanup may hold
+    GPUs with them."""
+    return frozenset(w.split(" ", 1)[1] for _, w, _ in find_stale(client, namespace, keep) if w.startswith("Pod "))
+
+
+def remove_stale(client, namespace: str | None, keep: str | None, check_mode: bool, timeout: float = 120) -> tuple:
+    """Delete what ``find_stale`` finds and wait until its pods (and namespaces) are gone.
+    Returns (what was removed, what is still there after ``timeout``)."""
+    stale = find_stale(client, namespace, keep)
+    removed = [w for _, w, _ in stale]
+    if check_mode or not stale:
+        return removed, []
+    for path, what, going in stale:
+        if going:
+            continue
+        try:
+            client.request("DELETE", path, query={"propagationPolicy": "Background"}, what=what)
+        except NotFound:
+            pass
+    deadline = time.monotonic() + timeout
+    left = removed
+    while time.monotonic() < deadline:
+        left = [w for p, w, _ in stale if w.startswith(("Pod ", "Namespace ")) and client.get_or_none(p, w) is not None]
+        if not left:
+            break
+        time.sleep(0.5)
+    return removed, left
+
+
+def wait_namespace_gone(client, ns: str, timeout: float, clock=time.monotonic) -> bool:
+    deadline = clock() + timeout
+    while clock() < deadline:
+        obj = client.get_or_none(f"/api/v1/namespaces/{ns}", f"Namespace {ns}")
+        if obj is None:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def remove_run(
+    client, ns: str, run_id: str, created: list[dict], namespace: bool, timeout: float, clock=time.monotonic
+) -> list[str]:
+    """Delete everything labelled with smoke run ``run_id`` of the kinds in ``created`` (pods last), and
+    (``namespace``) the namespace ``ns``; returns what is left after ``timeout`` (should be nothing)."""
+    sel = f"{_workloads.RUN_LABEL}={run_id}"
+    kinds = {(_workloads.collection_path(d), d["kind"]) for d in created}
+    for path, kind in sorted(kinds, key=lambda x: x[1] == "Pod"):
+        try:
+            client.request(
+                "DELETE",
+                path,
+                query={"labelSelector": sel, "propagationPolicy": "Background"},
+                what=f"{kind}s of smoke run {run_id}",
+            )
+        except NotFound:
+            pass
+    deadline = clock() + timeout
+    left: list[str] = []
+    while clock() < deadline:
+        left = [
+            f"Pod {ns}/{p['metadata']['name']}"
+            for p in client.list_or_empty(f"/api/v1/namespaces/{ns}/pods", labelSelector=sel)
+        ]
+        if not left:
+            break
+        time.sleep(0.5)
+    if namespace:
+        try:
+            client.request("DELETE", f"/api/v1/namespaces/{ns}", what=f"Namespace {ns}")
+        except NotFound:
+            pass
+        if not wait_namespace_gone(client, ns, timeout, clock):
+            left.append(f"Namespace {ns} (terminating)")
+    return left

@@ -1,0 +1,297 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: one smoke test's trial — its namespace, the liveness canary the
+scheduler must bind, the labelled gang (and optionally the same pods without a gang) watched to a
+verdict with its cause, and the removal of all it created. Not a public API."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _service, _verdict, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._diagnosis import (
+    forbidden_podgroup_create,
+    gang_cause,
+)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._interrupt import Interrupted, controller_gone
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._sweep import remove_run, wait_namespace_gone
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher
+
+PODGROUP_WAIT = 30.0
+# the liveness canary: one member of a gang of one, no GPU, so any live scheduler serving the name binds it
+CANARY_RESOURCES = {"cpu": "10m", "memory": "16Mi"}
+CANARY_LABEL = "gangsched.kubeflow/canary"
+
+
+class _NoPodGroup(GangError):
+    pass
+
+
+class _SchedulerDown(GangError):
+    pass
+
+
+class Trial:
+    """The objects of smoke run ``run_id`` in ``params["namespace"]``, for the pods' scheduler name
+    ``scheduler_name``; ``describe``: that scheduler as messages name it (describe_scheduler)."""
+
+    def __init__(self, client, params: dict, run_id: str, scheduler_name: str, describe: str, clock=time.monotonic):
+        self.client, self.params, self.run_id, self.clock = client, params, run_id, clock
+        self.sname, self.describe = scheduler_name, describe
+        self.ns = params["namespace"]
+        self.created_ns = False
+        self.created: list[dict] = []
+        self.liveness: dict = {}
+
+    def ensure_namespace(self) -> None:
+        obj = self.client.get_or_none(f"/api/v1/namespaces/{self.ns}", f"Namespace {self.ns}")
+        labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+        if obj is not None and labels.get(_workloads.RUN_LABEL) not in (None, self.run_id):
+            # created by an earlier run that was interrupted before its cleanup: this run removes it
+            self.created_ns = True
+        if obj is not None and (obj.get("status") or {}).get("phase") == "Terminating":
+            if not wait_namespace_gone(self.client, self.ns, 120, self.clock):
+                raise GangError(f"Namespace {self.ns} is still terminating after 120s; pick another namespace")
+            obj = None
+        if obj is None:
+            self.client.request(
+                "POST",
+                "/api/v1/namespaces",
+                body={
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": self.ns, "labels": {_workloads.RUN_LABEL: self.run_id}},
+                },
+                what=f"Namespace {self.ns}",
+            )
+            self.created_ns = True
+
+    def canary(self, n: int, timeout: float) -> float | None:
+        """The liveness proof: a gang of one (its own PodGroup, no GPU, 10m CPU) for the gang's scheduler
+        name; seconds until it was bound, or None when it was not within ``timeout``. Removed at once."""
+        gang, sname = self.params["gang_scheduler"], self.sname
+        name = f"smoke-{self.run_id}-live{n}"
+        docs, _ = _workloads.pods(self.ns, name, self.run_id, 1, CANARY_RESOURCES, gang, sname)
+        for d in docs:
+            d["metadata"]["labels"] = {**d["metadata"]["labels"], CANARY_LABEL: "true"}
+        t0 = self.clock()
+        self.create(docs)
+        path = f"/api/v1/namespaces/{self.ns}/pods/{name}-0"
+        try:
+            while self.clock() - t0 < timeout:
+                pod = self.client.get_or_none(path, f"Pod {self.ns}/{name}-0")
+                if pod is not None and (pod.get("spec") or {}).get("nodeName"):
+                    return round(self.clock() - t0, 2)
+                if controller_gone():
+                    raise Interrupted(
+                        "Interrupted: the ansible process that ran this smoke test is gone; its objects were removed"
+                    )
+                time.sleep(0.2)
+            return None
+        finally:
+            for d in reversed(docs):
+                try:
+                    self.client.request(
+                        "DELETE",
+                        f"{_workloads.collection_path(d)}/{d['metadata']['name']}",
+                        query={"gracePeriodSeconds": 0} if d["kind"] == "Pod" else None,
+                        what=f"{d['kind']} {self.ns}/{d['metadata']['name']}",
+                    )
+                except ApiError:
+                    pass  # gone already, or the API server is away: the cleanup removes it by its label
+
+    def create(self, docs: list[dict]) -> None:
+        for d in docs:
+            what = f"{d['kind']} {self.ns}/{d['metadata']['name']}"
+            self.client.request(
+                "POST", _workloads.collection_path(d), body=d, what=what, query={"fieldManager": _service.FIELD_MANAGER}
+            )
+            self.created.append(d)
+
+    def watch(
+        self, gang: _verdict.Gang, selector: str, expect: str, timeout: float, job: dict | None, probe: bool = False
+    ) -> str:
+        """Watch the gang to a verdict. ``probe``: once no member is bound for settle_seconds without the
+        scheduler's rejection of the whole gang, bind a second canary; if the scheduler no longer binds
+        one, the verdict is an error naming it (raised as _SchedulerDown)."""
+        settle = self.params["settle_seconds"]
+        t0 = self.clock()
+        state = {"verdict": None, "pg_seen": None}
+
+        sname = self.sname
+
+        def on_event(kind, obj, store):
+            now = self.clock() - t0
+            got = (obj.get("spec") or {}).get("schedulerName")
+            if job is not None and kind != "DELETED" and got != sname:
+                raise _NoPodGroup(
+                    f"{job['kind']} {self.ns}/{job['metadata']['name']}: the operator created pod "
+                    f"{obj['metadata']['name']} for scheduler {got!r}, not {sname!r}, so it is not gang-scheduled; "
+                    "set the operator's gang flag (gangsched.kubeflow.operator_gang)"
+                )
+            gang.observe("DELETED" if kind == "DELETED" else "MODIFIED", obj, now)
+            state["verdict"] = gang.verdict(now, settle, expect)
+            return state["verdict"] is not None
+
+        w = Watcher(self.client, f"/api/v1/namespaces/{self.ns}/pods", f"Pods in {self.ns}", labelSelector=selector)
+        deadline = t0 + timeout
+        pg_path = None
+        if job is not None:
+            group, version = _service.PODGROUP_API[self.params["gang_scheduler"]]
+            pg_path = f"/apis/{group}/{version}/namespaces/{self.ns}/podgroups/{job['metadata']['name']}"
+        while self.clock() < deadline:
+            if controller_gone():
+                raise Interrupted(
+                    "Interrupted: the ansible process that ran this smoke test is gone; its objects were removed"
+                )
+            # short watch rounds, so a job's PodGroup and the pending settle time are checked between them
+            done = w.run(on_event, min(2.0, deadline - self.clock()))
+            now = self.clock() - t0
+            if done and (pg_path is None or state["pg_seen"] is not None):
+                return state["verdict"]
+            if pg_path and state["pg_seen"] is None:
+                pg = self.client.get_or_none(pg_path, "PodGroup")
+                if pg is not None:
+                    if done:
+                        return state["verdict"]
+                    state["pg_seen"] = now
+                    gang.observe_group(pg, now)
+                    if gang.all_present_at is None:
+                        gang.all_present_at = now  # the operator holds the pods back until the gang fits
+                elif now > PODGROUP_WAIT or done:
+                    raise _NoPodGroup(self._no_podgroup(job))
+            elif pg_path and not gang.ever_bound():
+                # an operator may hold the pods back until the scheduler admits the PodGroup: then the
+                # scheduler's rejection is on the PodGroup
+                gang.observe_group(self.client.get_or_none(pg_path, "PodGroup"), now)
+            v = gang.verdict(now, settle, expect)
+            if v:
+                return v
+            if (
+                probe
+                and "during" not in self.liveness
+                and now >= state.get("probe_at", 0)
+                and gang.unproven(now, settle)
+            ):
+                state["probes"] = state.get("probes", 1) + 1
+                try:
+                    secs = self.canary(state["probes"], self.params["liveness_timeout"])
+                except ApiError as e:
+                    # the API server, not the scheduler (a restart can also delay its marks): later again
+                    self.liveness["recheck_error"] = e.msg
+                    state["probe_at"] = now + max(settle, 2.0)
+                    continue
+                self.liveness["during"] = secs
+                if secs is None:
+                    raise _SchedulerDown(
+                        f"{self.describe} stopped scheduling: it bound the first liveness canary but "
+                        f"not a second one in {self.params['liveness_timeout']}s, {now:.0f}s into the test, while "
+                        "no member of the gang was bound or rejected (frozen, hung, or lost its leader lease); "
+                        "check its process and log"
+                    )
+        return gang.final(self.clock() - t0, settle)
+
+    def _no_podgroup(self, job: dict) -> str:
+        """Why the operator made no PodGroup: the first create it may not do, asked of the API server as
+        its ServiceAccount; else the flag or the rights to check."""
+        what = f"{job['kind']} {self.ns}/{job['metadata']['name']}"
+        generic = (
+            f"no PodGroup was created for {what} in {PODGROUP_WAIT:.0f}s: check the operator's gang flag "
+            "(gangsched.kubeflow.operator_gang) and its rights on podgroups (gangsched.kubeflow.gang_rbac)"
+        )
+        denied = forbidden_podgroup_create(self.client, self.params["workload"], self.params["gang_scheduler"], self.ns)
+        return f"no PodGroup was created for {what}: {denied}" if denied else generic
+
+    def one_gang(self, resources: dict, expect: str, control: bool) -> dict:
+        """The gang (``control``: the same pods without a gang, for the default scheduler) created and
+        watched to its verdict, with the cause of an unexpected one."""
+        params = self.params
+        wl = params["workload"]
+        suffix = "control" if control else "gang"
+        name = f"smoke-{self.run_id}-{suffix}"
+        job = None
+        if control:
+            docs, selector = _workloads.pods(
+                self.ns, name, self.run_id, params["replicas"], resources, None, "default-scheduler"
+            )
+        elif wl == "pods":
+            docs, selector = _workloads.pods(
+                self.ns, name, self.run_id, params["replicas"], resources, params["gang_scheduler"], self.sname
+            )
+        else:
+            docs, selector = _workloads.kubeflow_job(wl, self.ns, name, self.run_id, params["replicas"], resources)
+            job = docs[0]
+        gang = _verdict.Gang(size=params["replicas"], skew_seconds=params["skew_seconds"])
+        t0 = time.monotonic()
+        cause = None
+        exp = "pending" if control else expect
+        try:
+            self.create(docs)
+            verdict = self.watch(gang, selector, exp, params["timeout"], job, probe=not control)
+            if not control:
+                cause = gang_cause(verdict, gang, exp, self.describe, params["timeout"], self.liveness)
+        except (_NoPodGroup, _SchedulerDown) as e:
+            verdict, cause = _verdict.ERROR, e.msg
+        except ApiError as e:
+            verdict, cause = _verdict.ERROR, e.msg
+        out = {
+            "name": name,
+            "verdict": verdict,
+            "seconds": round(time.monotonic() - t0, 2),
+            "timeline": gang.timeline,
+            **gang.summary(),
+        }
+        if cause:
+            out["cause"] = cause
+        return out
+
+    def liveness_summary(self) -> dict:
+        """The result's ``liveness``: the canary's seconds before and during the test."""
+        out = {
+            "canary_seconds": self.liveness.get("before"),
+            "recheck_seconds": self.liveness.get("during"),
+            "timeout": self.params["liveness_timeout"],
+        }
+        if self.liveness.get("recheck_error"):
+            out["recheck_error"] = self.liveness["recheck_error"]
+        return out
+
+    def cleanup(self, timeout: float = 60, namespace: bool = True) -> list[str]:
+        """Delete everything labelled with this run; returns what is left (should be nothing)."""
+        return remove_run(
+            self.client, self.ns, self.run_id, self.created, self.created_ns and namespace, timeout, self.clock
+        )
+
+
+def conduct(trial: Trial, result: dict, resources: dict, expect: str) -> list[str]:
+    """The trial in its namespace: the liveness canary, then (when it was bound) the gang and, with
+    ``control``, the same pods without a gang. Fills in ``result``'s verdict, cause, gang and control;
+    returns what the cleanup between gang and control left behind."""
+    params = trial.params
+    left: list[str] = []
+    trial.ensure_namespace()
+    secs = trial.canary(1, params["liveness_timeout"])
+    trial.liveness["before"] = secs
+    if secs is None:
+        result.update(
+            verdict=_verdict.ERROR,
+            cause=(
+                f"{trial.describe} did not bind the liveness canary (a pod of its own gang of one, no GPU, "
+                f"schedulerName {trial.sname!r}) in {params['liveness_timeout']}s: it is not "
+                "scheduling (frozen, hung, no leader, or it does not serve that name although its Deployment "
+                "is Ready); no gang was run. Check its process and log"
+            ),
+        )
+    else:
+        g = trial.one_gang(resources, expect, control=False)
+        result.update(verdict=g["verdict"], gang=g)
+        if g.get("cause"):
+            result["cause"] = g["cause"]
+        if params["control"]:
+            left += trial.cleanup(namespace=False)
+            trial.created = []
+            c = trial.one_gang(resources, expect, control=True)
+            result["control"] = c
+    return left
