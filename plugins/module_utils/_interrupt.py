@@ -52,6 +52,6 @@ def controller_gone(fd: int | None = None) -> bool:
             return False
         poller = select.poll()
         poller.register(fd, select.POLLERR | select.POLLHUP)
-        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+        return any(ev & (select.POLLERR | select.POLLHUP) for _fd, ev in poller.poll(0))
     except (OSError, ValueError, AttributeError):
         return False

@@ -44,14 +44,16 @@ def find_stale(client, namespace: str | None, keep: str | None = None) -> list[t
 def stale_pods(client, namespace: str, keep: str) -> frozenset:
     """'ns/name' of the pods ``find_stale`` finds: an earlier run interrupted before its cleanup may hold
     GPUs with them."""
-    return frozenset(w.split(" ", 1)[1] for _, w, _ in find_stale(client, namespace, keep) if w.startswith("Pod "))
+    return frozenset(
+        w.split(" ", 1)[1] for _path, w, _going in find_stale(client, namespace, keep) if w.startswith("Pod ")
+    )
 
 
 def remove_stale(client, namespace: str | None, keep: str | None, check_mode: bool, timeout: float = 120) -> tuple:
     """Delete what ``find_stale`` finds and wait until its pods (and namespaces) are gone.
     Returns (what was removed, what is still there after ``timeout``)."""
     stale = find_stale(client, namespace, keep)
-    removed = [w for _, w, _ in stale]
+    removed = [w for _path, w, _going in stale]
     if check_mode or not stale:
         return removed, []
     for path, what, going in stale:
@@ -64,7 +66,9 @@ def remove_stale(client, namespace: str | None, keep: str | None, check_mode: bo
     deadline = time.monotonic() + timeout
     left = removed
     while time.monotonic() < deadline:
-        left = [w for p, w, _ in stale if w.startswith(("Pod ", "Namespace ")) and client.get_or_none(p, w) is not None]
+        left = [
+            w for p, w, _going in stale if w.startswith(("Pod ", "Namespace ")) and client.get_or_none(p, w) is not None
+        ]
         if not left:
             break
         time.sleep(0.5)

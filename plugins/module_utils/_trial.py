@@ -73,7 +73,7 @@ class Trial:
         name; seconds until it was bound, or None when it was not within ``timeout``. Removed at once."""
         gang, sname = self.params["gang_scheduler"], self.sname
         name = f"smoke-{self.run_id}-live{n}"
-        docs, _ = _workloads.pods(self.ns, name, self.run_id, 1, CANARY_RESOURCES, gang, sname)
+        docs, _selector = _workloads.pods(self.ns, name, self.run_id, 1, CANARY_RESOURCES, gang, sname)
         for d in docs:
             d["metadata"]["labels"] = {**d["metadata"]["labels"], CANARY_LABEL: "true"}
         t0 = self.clock()
