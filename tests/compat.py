@@ -191,12 +191,15 @@ LAB_TESTS = ("test_gang_info.py", "test_operator_gang.py", "test_gang_rbac.py", 
 
 
 def lab_tests(venv: Path) -> tuple[bool, str]:
-    """The lab tests of the four modules, run by the cell's Python (so the modules run in its venv)."""
+    """The lab tests of the four modules, run by the cell's Python (so the modules run in its venv), on a
+    fresh lab of their own as in `make test` (the lab check's lab has Volcano and an operator installed)."""
+    env = {k: v for k, v in os.environ.items() if k != "GANGSCHED_LAB_REUSE"}
+    env["GANGSCHED_LAB_DIR"] = str(_root() / f"lab-{venv.name}")
     p = _run(
         [venv / "bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *(f"tests/lab/{t}" for t in LAB_TESTS)],
         cwd=REPO,
         timeout=3600,
-        env={**os.environ, "GANGSCHED_LAB_REUSE": "1"},
+        env=env,
     )
     tail = (p.stdout.strip().splitlines() or [""])[-1]
     return p.returncode == 0, tail if p.returncode == 0 else p.stdout[-4000:]
