@@ -12,6 +12,10 @@
     node's (KWOK's) last status update to Running.
 - gang_info on 1,000 nodes and 10,000 pods (100 of them members of partial gangs): wall time and peak
   resident memory of the module process, and of the whole `ansible localhost -m` call.
+- Each figure next to its floor, measured in the same run: the converge (site.yml --skip-tags smoke, a
+  re-run) and render.yml next to `kubectl apply --server-side` of the very objects render.yml writes;
+  gang_info next to a plain read of the objects it reads (a Python process that GETs and decodes the
+  same lists, nothing else).
 
 Usage: python bench/gang_figures.py [--nodes 1000] [--pods 10000]   (about 10 minutes on 2 cores)
 """
@@ -73,6 +77,58 @@ def playbook(lab: Lab, name: str, *extra: str) -> float:
     recap = re.findall(r"changed=(\d+)", p.stdout)
     print(f"  {' '.join([name + '.yml', *extra])}: {took:.1f} s, changed={','.join(recap)}")
     return took
+
+
+def render_and_apply(lab: Lab, tmp: Path) -> tuple[float, float, int]:
+    """render.yml into a fresh directory (wall s), then the floor: `kubectl apply --server-side` of what it
+    wrote, one call per component directory as a GitOps stage would (wall s, object count). Helm hooks
+    (the Volcano chart's admission-init Job, removed by Helm once done) are left out, as in the tests."""
+    out = tmp / "rendered"
+    took = playbook(lab, "render", "-e", f"gangsched_render_dir={out}")
+    t0, count = time.monotonic(), 0
+    for d in sorted(x for x in out.iterdir() if x.is_dir() and x.name != "host-files"):
+        kept = [f for f in sorted(d.glob("*.yaml")) if "helm.sh/hook" not in f.read_text()]
+        count += len(kept)
+        args = [a for f in kept for a in ("-f", str(f))]
+        p = kube.kubectl(lab, "apply", "--server-side", "--force-conflicts", *args, check=False)
+        if p.returncode != 0:
+            sys.exit(f"kubectl apply --server-side of {d.name} failed: {p.stderr[-2000:]}")
+    return took, time.monotonic() - t0, count
+
+
+# what gang_info reads, as plain lists: the floor of any tool that reports on them
+READ_FLOOR = """
+import json, sys, time
+from kubernetes import config
+api = config.new_client_from_config(sys.argv[1])
+host, pool = api.configuration.host, api.rest_client.pool_manager
+paths = ["/version", "/api/v1/nodes", "/api/v1/pods", "/apis/apps/v1/deployments", "/apis/apps/v1/daemonsets",
+         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+         "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+         "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+         "/api/v1/services", "/apis/discovery.k8s.io/v1/endpointslices"]
+n = 0
+for p in paths:
+    r = pool.request("GET", host + p, preload_content=True)
+    assert r.status == 200, (p, r.status)
+    n += len(json.loads(r.data).get("items", [1]))
+print(n)
+"""
+
+
+def read_floor(lab: Lab) -> tuple[float, int, int]:
+    """The plain read: wall s, peak RSS KiB and the number of objects read, of a Python process that
+    GETs and decodes what gang_info reads (start-up included, as for the module)."""
+    t0 = time.monotonic()
+    p = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", sys.executable, "-c", READ_FLOOR, str(lab.kubeconfig)],
+        capture_output=True,
+        text=True,
+    )
+    took = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit(f"the plain read failed: {p.stderr[-2000:]}")
+    return took, int(p.stderr.strip().splitlines()[-1]), int(p.stdout.strip())
 
 
 def module_direct(lab: Lab, name: str, args: dict, tmp: Path) -> tuple[dict, float, int]:
@@ -274,12 +330,20 @@ def gang_info(lab: Lab, tmp: Path, label: str) -> None:
     walls = [r[1] for r in runs]
     rss = max(r[2] for r in runs)
     a_wall, a_rss = module_ansible(lab, "gang_info", args)
+    floors = [read_floor(lab) for _ in range(3)]
+    f_wall = statistics.median(f[0] for f in floors)
+    f_rss = max(f[1] for f in floors)
     print(
         f"  gang_info at {label}: {len(res['nodes'])} nodes, {res['gpus']['capacity']} GPUs,"
         f" {len(res['partial_gangs'])} partial gangs"
     )
     print(f"    module: median {statistics.median(walls):.2f} s (runs {', '.join(f'{w:.2f}' for w in walls)}),")
     print(f"            peak RSS {rss / 1024:.0f} MiB")
+    print(
+        f"    floor (a Python process reading and decoding the same {floors[0][2]} objects): median {f_wall:.2f} s,"
+        f" peak RSS {f_rss / 1024:.0f} MiB -> gang_info {statistics.median(walls) / f_wall:.2f}x the time,"
+        f" {rss / f_rss:.2f}x the memory (target 1.5x the time)"
+    )
     print(f"    through `ansible localhost -m`: {a_wall:.2f} s, largest process peak RSS {a_rss / 1024:.0f} MiB")
 
 
@@ -287,6 +351,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--pods", type=int, default=10000)
+    ap.add_argument("--no-grow", action="store_true", help="the figures of the small lab only (about 4 minutes)")
     opts = ap.parse_args()
     build.binary_path("helm")  # the lab is built (make build)
     lab = Lab()
@@ -303,7 +368,12 @@ def main() -> int:
             print("idempotent re-run, whole (the smoke tests prove the gang again):")
             playbook(lab, "site")
             print("idempotent re-run of the install and configuration alone:")
-            playbook(lab, "site", "--skip-tags", "smoke")
+            converge = playbook(lab, "site", "--skip-tags", "smoke")
+            print("render.yml, then the floor: kubectl apply --server-side of what it wrote:")
+            render, floor, count = render_and_apply(lab, tmp)
+            print(f"  kubectl apply --server-side of the {count} rendered objects: {floor:.1f} s")
+            print(f"  converge re-run {converge:.1f} s = {converge / floor:.1f}x the floor (target 2x)")
+            print(f"  render {render:.1f} s = {render / floor:.1f}x the floor (target 1x)")
             kubeconfig = tmp / "kubeconfig"
             kube.service_account_kubeconfig(lab, SA_NS, SA, kubeconfig)
             role = yaml.safe_load((REPO / "docs" / "automation-user-rbac.yml").read_text())
@@ -323,6 +393,8 @@ def main() -> int:
             total = len(k.CoreV1Api(kube.api(lab)).list_node().items)
             smoke(lab, kubeconfig, tmp, f"{total} nodes")
             gang_info(lab, tmp, f"{total} nodes")
+            if opts.no_grow:
+                return 0
             print(f"growing the lab to {opts.nodes} nodes and {opts.pods} pods:")
             grow(lab, opts.nodes, opts.pods)
             smoke(lab, kubeconfig, tmp, f"{opts.nodes} nodes, {opts.pods} pods")

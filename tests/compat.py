@@ -90,7 +90,20 @@ def _kubernetes_core(cell: Cell, venv: Path, site: Path) -> str:
     found = sorted(wheels.glob(f"ansible-{cell.ansible}-*.whl"))
     if not found:
         p = _run(
-            [venv / "bin/python", "-m", "pip", "download", "-q", "--no-deps", "-d", wheels, f"ansible=={cell.ansible}"]
+            # only its kubernetes.core is used, whatever Python the package itself asks for (ansible 11 wants
+            # 3.11, the oldest cell runs 3.10)
+            [
+                venv / "bin/python",
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--ignore-requires-python",
+                "-d",
+                wheels,
+                f"ansible=={cell.ansible}",
+            ]
         )
         if p.returncode:
             raise RuntimeError(f"pip download ansible=={cell.ansible} failed: {p.stderr.strip()[-400:]}")
