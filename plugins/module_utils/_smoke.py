@@ -20,14 +20,15 @@ import uuid
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _capacity,
+    _podgroups,
     _rbac,
     _report,
+    _schedulers,
     _service,
     _verdict,
     _workloads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError, NotFound
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import derive_scheduler_name
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher
 
 JOB_CRDS = {
@@ -226,7 +227,7 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     """CRDs, the scheduler, its namespace, and nodes and pods for the capacity maths (``exclude``:
     'ns/name' of pods that do not count, such as an earlier run's, about to be removed)."""
     gang = params["gang_scheduler"]
-    crd_name = _service.PODGROUP_CRDS[gang]
+    crd_name = _podgroups.crd_name(gang)
     if not _service.crd_established(_service.crd(client, crd_name)):
         raise GangError(f"CustomResourceDefinition {crd_name} is missing: install {gang.replace('_', '-')} first")
     wl = params["workload"]
@@ -236,7 +237,7 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
             raise GangError(f"CustomResourceDefinition {name} is missing: install {op} first (workload={wl})")
     schedulers = _service.find_schedulers(client)
     check_namespace(params, tuple(s["namespace"] for s in schedulers))
-    sname = derive_scheduler_name(gang, params.get("scheduler_name"), schedulers, "training_operator")
+    sname = _schedulers.derive_scheduler_name(gang, params.get("scheduler_name"), schedulers)
     running = [s for s in schedulers if s["ready"] and serves(s, gang, sname)]
     nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
     pods = client.scan(
@@ -439,7 +440,7 @@ class Run:
         deadline = t0 + timeout
         pg_path = None
         if job is not None:
-            group, version = _service.PODGROUP_API[self.params["gang_scheduler"]]
+            group, version = _podgroups.api(self.params["gang_scheduler"])
             pg_path = f"/apis/{group}/{version}/namespaces/{self.ns}/podgroups/{job['metadata']['name']}"
         while self.clock() < deadline:
             if controller_gone():
@@ -550,7 +551,7 @@ def forbidden_podgroup_create(client, workload: str, gang_scheduler: str, ns: st
     """The forbidden call, named, when the workload's operator may not create PodGroups in ``ns``
     (a SubjectAccessReview as its ServiceAccount); None when it may, or when that cannot be asked."""
     operator = JOB_CRDS[workload][1].replace("-", "_")
-    group = _service.PODGROUP_API[gang_scheduler][0]
+    group = _podgroups.group(gang_scheduler)
     try:
         found = [o for o in _service.find_operators(client) if o["operator"] == operator]
         for o in found:
