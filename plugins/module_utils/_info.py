@@ -69,7 +69,7 @@ def partial_gangs(pods: list[dict], now: float, threshold: float) -> list[dict]:
                     "gang": key,
                     "bound": sorted(p["metadata"]["name"] for p in bound),
                     "pending": sorted(p["metadata"]["name"] for p in waiting),
-                    "gpus_held": _capacity._num(sum(_capacity.pod_request(p) for p in bound)),
+                    "gpus_held": _capacity.num(sum(_capacity.pod_request(p) for p in bound)),
                     "nodes": sorted({p["spec"]["nodeName"] for p in bound}),
                     "pending_for_seconds": int(
                         max(now - (_ts(p["metadata"].get("creationTimestamp")) or now) for p in waiting)
@@ -349,10 +349,10 @@ def gather(client, params: dict, now: float) -> dict:
         "nodes": per_node,
         "gpus": {
             "nodes": len(gpu),
-            "capacity": _capacity._num(sum(n["capacity"] for n in per_node)),
-            "allocatable": _capacity._num(sum(n["allocatable"] for n in per_node)),
-            "requested": _capacity._num(sum(n["requested"] for n in per_node)),
-            "free": _capacity._num(sum(n["free"] for n in per_node if n["schedulable"])),
+            "capacity": _capacity.num(sum(n["capacity"] for n in per_node)),
+            "allocatable": _capacity.num(sum(n["allocatable"] for n in per_node)),
+            "requested": _capacity.num(sum(n["requested"] for n in per_node)),
+            "free": _capacity.num(sum(n["free"] for n in per_node if n["schedulable"])),
         },
         "schedulers": schedulers,
         "podgroup_crds": crds,
