@@ -12,9 +12,8 @@ import os
 import re
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _flags, _gang_rbac, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _flags, _gang_rbac, _operators, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import OPERATORS, _record_update
 
 CONFIG_VOLUME = "gangsched-scheduler-config"
 CONFIG_HASH_ANNOTATION = "gangsched.kubeflow/scheduler-config-hash"
@@ -56,9 +55,9 @@ def operator_gang_patch(
     place, as operator_gang would; ``scheduler_name`` none/empty removes the flag. ``partial=False``
     returns the whole Deployment with the flag set instead (for manifests the collection installs)."""
     try:
-        spec = OPERATORS[operator]
+        spec = _operators.OPERATORS[operator]
     except KeyError:
-        raise AnsibleFilterError(f"operator={operator!r} is not one of {', '.join(OPERATORS)}") from None
+        raise AnsibleFilterError(f"operator={operator!r} is not one of {', '.join(_operators.OPERATORS)}") from None
     md = deployment.get("metadata") or {}
     containers = ((((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
     want = container or spec["container"]
@@ -84,7 +83,7 @@ def operator_gang_patch(
         out_c["command"] = surgery.command
     if surgery.args is not None:
         out_c["args"] = surgery.args
-    record = _record_update(deployment, c, restoring=False) if surgery.changed else None
+    record = _operators.record_update(deployment, c, restoring=False) if surgery.changed else None
     if not partial:
         whole = json.loads(json.dumps(deployment))
         for wc in whole["spec"]["template"]["spec"]["containers"]:

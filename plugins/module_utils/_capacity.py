@@ -114,17 +114,17 @@ def nodes_capacity(nodes: list[dict], pods: list[dict], resource: str = GPU) -> 
         out.append(
             {
                 "name": n["metadata"]["name"],
-                "capacity": _num(cap),
-                "allocatable": _num(alloc),
-                "requested": _num(req),
-                "free": _num(max(0.0, alloc - req)),
+                "capacity": num(cap),
+                "allocatable": num(alloc),
+                "requested": num(req),
+                "free": num(max(0.0, alloc - req)),
                 "schedulable": node_ready(n) and not (n.get("spec") or {}).get("unschedulable", False),
             }
         )
     return out
 
 
-def _num(x: float):
+def num(x: float):
     return int(x) if float(x).is_integer() else x
 
 

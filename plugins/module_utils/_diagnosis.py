@@ -7,7 +7,7 @@ verdict other than the expected one came about. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac, _service, _verdict
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _podgroups, _rbac, _service, _verdict
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke_input import JOB_CRDS, serves
 
@@ -55,7 +55,7 @@ def forbidden_podgroup_create(client, workload: str, gang_scheduler: str, ns: st
     """The forbidden call, named, when the workload's operator may not create PodGroups in ``ns``
     (a SubjectAccessReview as its ServiceAccount); None when it may, or when that cannot be asked."""
     operator = JOB_CRDS[workload][1].replace("-", "_")
-    group = _service.PODGROUP_API[gang_scheduler][0]
+    group = _podgroups.group(gang_scheduler)
     try:
         found = [o for o in _service.find_operators(client) if o["operator"] == operator]
         for o in found:

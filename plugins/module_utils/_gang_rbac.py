@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operators, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import check_name
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._service import FIELD_MANAGER, MANAGED_BY
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -32,8 +31,8 @@ def resolve(params: dict) -> tuple[str, str, str, str]:
         gang = schedulers[0]
     sa_opt = params.get("service_account") or {}
     ns, sa = sa_opt.get("namespace") or d_ns, sa_opt.get("name") or d_sa
-    check_name("service_account.namespace", ns, "namespace", label=True)
-    check_name("service_account.name", sa, "ServiceAccount", label=False)
+    _operators.check_name("service_account.namespace", ns, "namespace", label=True)
+    _operators.check_name("service_account.name", sa, "ServiceAccount", label=False)
     return component, gang, ns, sa
 
 

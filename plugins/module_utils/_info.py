@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _flags, _service
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import OPERATORS, mpijob_clash
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _capacity,
+    _discovery,
+    _flags,
+    _images,
+    _operators,
+    _podgroups,
+    _service,
+)
 
-PODGROUP_CRDS = {
-    "podgroups.scheduling.volcano.sh": "volcano",
-    "podgroups.scheduling.x-k8s.io": "scheduler_plugins",
-    "podgroups.scheduling.incubator.k8s.io": "kube_batch",
-    "podgroups.scheduling.sigs.k8s.io": "koordinator",
-}
 DEVICE_PLUGIN_IMAGES = {"k8s-device-plugin": "nvidia-device-plugin", "gpu-operator": "gpu-operator"}
 # The k8s-device-plugin image also runs these helpers, which advertise no GPU (the chart's MPS control
 # daemon and GPU feature discovery): not device plugins
 DEVICE_PLUGIN_HELPERS = ("mps-control-daemon", "gpu-feature-discovery")
+# where a pod names its gang: its PodGroup (each scheduler's way), else its Kubeflow job or a smoke run's gang
 GANG_KEYS = (
-    ("annotation", "scheduling.k8s.io/group-name"),
-    ("label", "scheduling.x-k8s.io/pod-group"),
-    ("label", "pod-group.scheduling.sigs.k8s.io/name"),
+    *_podgroups.member_keys(),
     ("label", "training.kubeflow.org/job-name"),
     ("label", "gangsched.kubeflow/gang"),
 )
@@ -69,7 +69,7 @@ def partial_gangs(pods: list[dict], now: float, threshold: float) -> list[dict]:
                     "gang": key,
                     "bound": sorted(p["metadata"]["name"] for p in bound),
                     "pending": sorted(p["metadata"]["name"] for p in waiting),
-                    "gpus_held": _capacity._num(sum(_capacity.pod_request(p) for p in bound)),
+                    "gpus_held": _capacity.num(sum(_capacity.pod_request(p) for p in bound)),
                     "nodes": sorted({p["spec"]["nodeName"] for p in bound}),
                     "pending_for_seconds": int(
                         max(now - (_ts(p["metadata"].get("creationTimestamp")) or now) for p in waiting)
@@ -83,7 +83,7 @@ def operator_facts(client, found: list[dict]) -> list[dict]:
     out = []
     for f in found:
         op, dep, c = f["operator"], f["deployment"], f["container"]
-        spec = OPERATORS[op]
+        spec = _operators.OPERATORS[op]
         hits = _flags.find(c.get("command"), c.get("args"), spec["flag"], spec["boolean"])
         value = None
         if hits:
@@ -169,7 +169,7 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
         if not v or o["operator"] == "tf_operator":
             continue
         gang = "volcano" if v == "volcano" else "scheduler_plugins"
-        crd = _service.PODGROUP_CRDS[gang]
+        crd = _podgroups.crd_name(gang)
         if not crds.get(crd, {}).get("established"):
             add(
                 obj,
@@ -205,7 +205,7 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
                     f"--{o['gang_flag']}={v} names a scheduler that is not running",
                     f"deploy a Coscheduling profile named {v}, or fix the flag with gangsched.kubeflow.operator_gang",
                 )
-        clash = mpijob_clash(client, o["operator"], o["_container"])
+        clash = _service.mpijob_clash(client, o["operator"], o["_container"])
         if clash:
             add(obj, clash, "add --enable-scheme for each job kind except mpijob")
     volcanos = [s for s in schedulers if s["kind"] == "volcano" and s["ready"]]
@@ -309,9 +309,11 @@ def gather(client, params: dict, now: float) -> dict:
     per_node = _capacity.nodes_capacity(nodes, pods)
     for entry, node in zip(per_node, nodes, strict=True):
         entry["labels"] = node["metadata"].get("labels") or {}
-    schedulers = _service.find_schedulers(client)
+    # one list of every Deployment, classified into schedulers and operators
+    deployments = _service.list_deployments(client)
+    schedulers = _service.find_schedulers(client, deployments)
     crds = {}
-    for name, kind in PODGROUP_CRDS.items():
+    for name, kind in _podgroups.CRDS.items():
         obj = _service.crd(client, name)
         if obj is not None:
             crds[name] = {
@@ -319,11 +321,11 @@ def gather(client, params: dict, now: float) -> dict:
                 "established": _service.crd_established(obj),
                 "versions": [v["name"] for v in obj["spec"].get("versions") or [] if v.get("served")],
             }
-    ops = operator_facts(client, _service.find_operators(client))
+    ops = operator_facts(client, _discovery.operators(deployments))
     plugins = []
     for ds in client.list("/apis/apps/v1/daemonsets", what="DaemonSets (all namespaces)"):
         for c in ds["spec"]["template"]["spec"].get("containers") or []:
-            kind = _service.image_kind(c.get("image", ""), DEVICE_PLUGIN_IMAGES)
+            kind = _images.image_kind(c.get("image", ""), DEVICE_PLUGIN_IMAGES)
             argv0 = ((c.get("command") or c.get("args") or [""])[0]).rsplit("/", 1)[-1]
             if kind and argv0 not in DEVICE_PLUGIN_HELPERS:
                 st = ds.get("status") or {}
@@ -347,10 +349,10 @@ def gather(client, params: dict, now: float) -> dict:
         "nodes": per_node,
         "gpus": {
             "nodes": len(gpu),
-            "capacity": _capacity._num(sum(n["capacity"] for n in per_node)),
-            "allocatable": _capacity._num(sum(n["allocatable"] for n in per_node)),
-            "requested": _capacity._num(sum(n["requested"] for n in per_node)),
-            "free": _capacity._num(sum(n["free"] for n in per_node if n["schedulable"])),
+            "capacity": _capacity.num(sum(n["capacity"] for n in per_node)),
+            "allocatable": _capacity.num(sum(n["allocatable"] for n in per_node)),
+            "requested": _capacity.num(sum(n["requested"] for n in per_node)),
+            "free": _capacity.num(sum(n["free"] for n in per_node if n["schedulable"])),
         },
         "schedulers": schedulers,
         "podgroup_crds": crds,

@@ -6,97 +6,26 @@ dry-run it), wait, and report. Returns data; raises GangError. Not a public API.
 
 from __future__ import annotations
 
-import json
-import re
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _service, _waiter
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError
-
-OPERATORS = {
-    "training_operator": {
-        "namespace": "kubeflow",
-        "name": "training-operator",
-        "container": "training-operator",
-        "flag": "gang-scheduler-name",
-        "prefer": "command",
-        "boolean": False,
-        "label": "training-operator",
-        "images": ("training-operator",),
-    },
-    "mpi_operator": {
-        "namespace": "mpi-operator",
-        "name": "mpi-operator",
-        "container": "mpi-operator",
-        "flag": "gang-scheduling",
-        "prefer": "args",
-        "boolean": False,
-        "label": "mpi-operator",
-        "images": ("mpi-operator",),
-    },
-    "tf_operator": {
-        "namespace": "kubeflow",
-        "name": "tf-job-operator",
-        "container": "tf-job-operator",
-        "flag": "enable-gang-scheduling",
-        "prefer": "command",
-        "boolean": True,
-        "label": "tf-operator (legacy)",
-        "images": ("tf-operator", "tf_operator"),
-    },
-}
-
-# Where each operator's images are published (the last path component is what is matched, so a mirror
-# under any registry and path matches): for the messages.
-UPSTREAM_IMAGES = {
-    "training_operator": "kubeflow/training-operator",
-    "mpi_operator": "mpioperator/mpi-operator",
-    "tf_operator": "kubeflow/tf-operator (gcr.io/kubeflow-images-public/tf_operator)",
-}
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-# an image reference, or a part of one: [registry[:port]/]path[:tag][@digest]
-IMAGE_REFERENCE = re.compile(
-    r"^([A-Za-z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+(([._/]|__|-+)[a-z0-9]+)*(:\w[\w.-]{0,127})?(@[a-z0-9]+:[a-f0-9]{32,})?$"
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _flags,
+    _images,
+    _operators,
+    _podgroups,
+    _schedulers,
+    _service,
+    _waiter,
 )
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError
 
 CONFLICT_RETRIES = 6
 CONFLICT_BACKOFF = 0.2  # seconds before the first re-read; doubles each time
-# The container's command/args as they were before this collection first changed them, as JSON
-# {container: {"command": [...] | null, "args": [...] | null}}; gang_scheduler=original puts them back.
-ORIGINAL_ANNOTATION = "gangsched.kubeflow/original-argv"
-
-
-def recorded(dep: dict) -> dict:
-    text = ((dep.get("metadata") or {}).get("annotations") or {}).get(ORIGINAL_ANNOTATION)
-    if not text:
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _record_update(dep: dict, container: dict, restoring: bool) -> dict | None:
-    """The annotation change that goes with a patch: record the original argv on the first change,
-    drop the record when it is put back."""
-    rec = recorded(dep)
-    name = container["name"]
-    if restoring:
-        if name not in rec:
-            return None
-        rec.pop(name)
-    else:
-        if name in rec:
-            return None
-        rec[name] = {"command": container.get("command"), "args": container.get("args")}
-    return {ORIGINAL_ANNOTATION: json.dumps(rec, sort_keys=True) if rec else None}
 
 
 def _surgery(op_spec: dict, container: dict, value: str | None, dep: dict, what: str, gang: str) -> _flags.Surgery:
     if gang == "original":
-        rec = recorded(dep).get(container["name"])
+        rec = _operators.recorded(dep).get(container["name"])
         if rec is None:
             return _flags.Surgery(container.get("command"), container.get("args"))
         # a record to drop is a change even when the argv already matches it
@@ -117,21 +46,6 @@ def _surgery(op_spec: dict, container: dict, value: str | None, dep: dict, what:
     )
 
 
-def check_name(option: str, value, kind: str, label: bool) -> None:
-    """GangError naming ``option`` unless ``value`` is a valid Kubernetes name (DNS-1123 label or
-    subdomain)."""
-    if value is None:
-        return
-    pattern, limit = (DNS1123_LABEL, 63) if label else (DNS1123_SUBDOMAIN, 253)
-    if not isinstance(value, str) or not value or len(value) > limit or not pattern.match(value):
-        rule = "a DNS-1123 label" if label else "a DNS-1123 subdomain"
-        raise GangError(
-            f"{option}={value!r} is not a valid {kind} name: it must be {rule} (lower-case letters, digits and "
-            f"'-'{'' if label else ' or .'}, at most {limit} characters, starting and ending with a letter or "
-            "digit); nothing was changed"
-        )
-
-
 def validate(params: dict) -> None:
     """Every option checked before the first API call, so a bad one changes nothing."""
     if params.get("operator") == "tf_operator" and params.get("gang_scheduler") == "scheduler_plugins":
@@ -139,10 +53,10 @@ def validate(params: dict) -> None:
             "tf_operator's legacy --enable-gang-scheduling works only with kube-batch/Volcano PodGroups; "
             "use gang_scheduler=volcano, or move to training-operator for scheduler-plugins"
         )
-    check_name("namespace", params.get("namespace"), "namespace", label=True)
-    check_name("name", params.get("name"), "Deployment", label=False)
-    check_name("container", params.get("container"), "container", label=True)
-    check_name("scheduler_name", params.get("scheduler_name"), "scheduler (profile)", label=False)
+    _operators.check_name("namespace", params.get("namespace"), "namespace", label=True)
+    _operators.check_name("name", params.get("name"), "Deployment", label=False)
+    _operators.check_name("container", params.get("container"), "container", label=True)
+    _operators.check_name("scheduler_name", params.get("scheduler_name"), "scheduler (profile)", label=False)
     timeout = params.get("wait_timeout")
     if params.get("wait") and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1):
         raise GangError(
@@ -150,37 +64,19 @@ def validate(params: dict) -> None:
             "(the rollout wait); nothing was changed"
         )
     expected = params.get("expected_image")
-    if expected is not None and (not isinstance(expected, str) or not IMAGE_REFERENCE.match(expected)):
+    if expected is not None and (not isinstance(expected, str) or not _images.IMAGE_REFERENCE.match(expected)):
         raise GangError(
             f"expected_image={expected!r} is not an image repository (for example mycorp/training-operator, or "
             "registry.example.com/mycorp/training-operator; registry, tag and digest are ignored); nothing was changed"
         )
 
 
-def _path(image: str) -> list[str]:
-    return [p for p in _service.image_repo(image)[0].split("/") if p]
-
-
-def image_matches(image: str | None, names) -> bool:
-    """Whether ``image`` is one of ``names``, compared on the last path components: the registry host,
-    any path in front (a mirror), the tag and the digest are ignored. ``names`` are repository names
-    (``training-operator``, ``kubeflow/training-operator``) or whole image references."""
-    have = _path(image or "")
-    if not have:
-        return False
-    for name in names:
-        want = _path(name)
-        if want and have[-len(want) :] == want:
-            return True
-    return False
-
-
 def check_image(op: str, container: dict, expected: str | None, what: str) -> None:
     """GangError unless the container runs the named operator's image (or ``expected``)."""
-    spec = OPERATORS[op]
+    spec = _operators.OPERATORS[op]
     image = container.get("image")
     names = (expected,) if expected else spec["images"]
-    if image_matches(image, names):
+    if _images.image_matches(image, names):
         return
     if expected:
         raise GangError(
@@ -190,7 +86,7 @@ def check_image(op: str, container: dict, expected: str | None, what: str) -> No
         )
     raise GangError(
         f"{what} runs image {image!r}, not {spec['label']} (an image named {' or '.join(spec['images'])}, as "
-        f"{UPSTREAM_IMAGES[op]} under any registry): refusing to edit the command line of another program. Point "
+        f"{spec['upstream']} under any registry): refusing to edit the command line of another program. Point "
         f"namespace/name/container at the {spec['label']} Deployment, or, for a build of your own under another "
         "name, set expected_image to its repository; nothing was changed"
     )
@@ -200,74 +96,8 @@ def check_container(op: str, container: dict, params: dict, what: str) -> None:
     """Refuse before anything else when the container is not the operator's, or the flag could not be
     placed where the operator binary reads it (a shell-wrapped entrypoint)."""
     check_image(op, container, params.get("expected_image"), what)
-    spec = OPERATORS[op]
+    spec = _operators.OPERATORS[op]
     _flags.check_entrypoint(container.get("command"), container.get("args"), spec["flag"], what)
-
-
-def derive_scheduler_name(gang_scheduler: str, given: str | None, schedulers: list[dict], operator: str) -> str:
-    """The value the operator's flag must carry for ``gang_scheduler``."""
-    if gang_scheduler == "volcano":
-        if given not in (None, "volcano"):
-            raise GangError(
-                f"scheduler_name={given!r} with gang_scheduler=volcano: {OPERATORS[operator]['label']} treats any "
-                "value other than 'volcano' as a scheduler-plugins profile name. Leave scheduler_name unset"
-            )
-        return "volcano"
-    served = sorted({n for s in schedulers if s["kind"] == "scheduler_plugins" for n in s["gang_profiles"]})
-    if given:
-        if given == "volcano":
-            raise GangError(
-                "scheduler_name='volcano' with gang_scheduler=scheduler_plugins would switch the operator to Volcano; "
-                "set gang_scheduler=volcano instead"
-            )
-        if not served and not any(s["kind"] == "scheduler_plugins" for s in schedulers):
-            raise GangError(
-                f"No scheduler-plugins scheduler serves {given!r}: none is deployed. Install scheduler-plugins "
-                "(role gangsched.kubeflow.scheduler_plugins) first"
-            )
-        if served and given not in served:
-            raise GangError(
-                f"No scheduler-plugins scheduler serves the profile {given!r} with Coscheduling (found: "
-                f"{', '.join(served)}). Pods would stay Pending forever; set scheduler_name to one of them"
-            )
-        return given
-    if len(served) == 1:
-        return served[0]
-    if not served:
-        raise GangError(
-            "Cannot determine the scheduler-plugins scheduler name: no scheduler-plugins kube-scheduler with a "
-            "Coscheduling profile was found (Deployments in all namespaces, the kube-scheduler static pod). "
-            "Install it first or set scheduler_name"
-        )
-    raise GangError(
-        f"Cannot determine the scheduler-plugins scheduler name: several Coscheduling profiles run "
-        f"({', '.join(served)}); set scheduler_name to one of them"
-    )
-
-
-def _enabled_schemes(container: dict) -> list[str] | None:
-    hits = _flags.find(container.get("command"), container.get("args"), "enable-scheme")
-    if not hits:
-        return None  # all schemes
-    return [s.strip().lower() for h in hits if h.value for s in h.value.split(",")]
-
-
-def mpijob_clash(client, operator: str, container: dict) -> str | None:
-    """A message when training-operator would serve MPIJob next to mpi-operator's v2beta1 CRD."""
-    if operator != "training_operator":
-        return None
-    schemes = _enabled_schemes(container)
-    if schemes is not None and "mpijob" not in schemes:
-        return None
-    crd = _service.crd(client, "mpijobs.kubeflow.org")
-    versions = [v.get("name") for v in ((crd or {}).get("spec") or {}).get("versions") or []]
-    if "v2beta1" not in versions:
-        return None
-    return (
-        "training-operator serves MPIJob (no --enable-scheme without mpijob) while the MPIJob CRD is mpi-operator's "
-        "v2beta1: the two clash. Add --enable-scheme for each job kind except mpijob to the training-operator "
-        "container, then re-run"
-    )
 
 
 def flag_text(spec: dict, value: str | None) -> str | None:
@@ -276,7 +106,7 @@ def flag_text(spec: dict, value: str | None) -> str | None:
 
 def run(client, params: dict, check_mode: bool, warn) -> dict:
     op = params["operator"]
-    spec = OPERATORS[op]
+    spec = _operators.OPERATORS[op]
     ns = params.get("namespace") or spec["namespace"]
     name = params.get("name") or spec["name"]
     gang = params["gang_scheduler"]
@@ -309,20 +139,22 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
 
     scheduler_name = None
     value = None
-    if gang == "original" and container["name"] not in recorded(dep):
+    if gang == "original" and container["name"] not in _operators.recorded(dep):
         warn(f"{what} container {container['name']}: no original command/args recorded; nothing to put back")
     if gang != "original":
         # gang_scheduler=original only puts back what this module recorded when it first changed the container
         check_container(op, container, params, f"{what} container {container['name']}")
     if gang not in ("none", "original"):
-        crd_name = _service.PODGROUP_CRDS[gang]
+        crd_name = _podgroups.crd_name(gang)
         if not _service.crd_established(_service.crd(client, crd_name)):
             raise GangError(
                 f"CustomResourceDefinition {crd_name} is missing or not Established: {spec['label']} exits at start "
                 f"without it. Install {gang.replace('_', '-')} (with its CRDs) first"
             )
         schedulers = _service.find_schedulers(client)
-        scheduler_name = derive_scheduler_name(gang, params.get("scheduler_name"), schedulers, op)
+        scheduler_name = _schedulers.derive_scheduler_name(
+            gang, params.get("scheduler_name"), schedulers, spec["label"]
+        )
         value = "true" if spec["boolean"] else scheduler_name
         running = [
             s
@@ -338,7 +170,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
                 f"No running scheduler serves {scheduler_name!r} yet: gangs will stay Pending until one does "
                 f"(schedulers found: {', '.join(s['namespace'] + '/' + s['name'] for s in schedulers) or 'none'})"
             )
-        clash = mpijob_clash(client, op, container)
+        clash = _service.mpijob_clash(client, op, container)
         if clash:
             raise GangError(f"{what}: {clash}")
 
@@ -358,7 +190,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
                 surgery.args,
                 dry_run=check_mode,
                 unset=tuple(f for f in ("command", "args") if getattr(surgery, f) is None and container.get(f)),
-                annotations=_record_update(dep, container, restoring=gang == "original"),
+                annotations=_operators.record_update(dep, container, restoring=gang == "original"),
             )
             break
         except Conflict:

@@ -6,11 +6,12 @@ coverage maths, and the SubjectAccessReview check as a ServiceAccount. Not a pub
 
 from __future__ import annotations
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _podgroups
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 
 RW = ["create", "get", "list", "watch", "update", "patch", "delete"]
 RO = ["get", "list", "watch"]
-VC, SP = "scheduling.volcano.sh", "scheduling.x-k8s.io"
+VC, SP = _podgroups.group("volcano"), _podgroups.group("scheduler_plugins")  # the PodGroups' API groups
 
 # component -> (default namespace, default ServiceAccount, schedulers it may be used with)
 COMPONENTS = {

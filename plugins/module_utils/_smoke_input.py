@@ -11,9 +11,14 @@ import os
 import re
 import tempfile
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _service, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _capacity,
+    _podgroups,
+    _schedulers,
+    _service,
+    _workloads,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import derive_scheduler_name
 
 JOB_CRDS = {
     "pytorchjob": ("pytorchjobs.kubeflow.org", "training-operator"),
@@ -134,7 +139,7 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     """CRDs, the scheduler, its namespace, and nodes and pods for the capacity maths (``exclude``:
     'ns/name' of pods that do not count, such as an earlier run's, about to be removed)."""
     gang = params["gang_scheduler"]
-    crd_name = _service.PODGROUP_CRDS[gang]
+    crd_name = _podgroups.crd_name(gang)
     if not _service.crd_established(_service.crd(client, crd_name)):
         raise GangError(f"CustomResourceDefinition {crd_name} is missing: install {gang.replace('_', '-')} first")
     wl = params["workload"]
@@ -144,7 +149,7 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
             raise GangError(f"CustomResourceDefinition {name} is missing: install {op} first (workload={wl})")
     schedulers = _service.find_schedulers(client)
     check_namespace(params, tuple(s["namespace"] for s in schedulers))
-    sname = derive_scheduler_name(gang, params.get("scheduler_name"), schedulers, "training_operator")
+    sname = _schedulers.derive_scheduler_name(gang, params.get("scheduler_name"), schedulers)
     running = [s for s in schedulers if s["ready"] and serves(s, gang, sname)]
     nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
     pods = client.scan(

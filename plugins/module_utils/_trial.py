@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _service, _verdict, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _podgroups, _service, _verdict, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._diagnosis import (
     forbidden_podgroup_create,
     gang_cause,
@@ -139,7 +139,7 @@ class Trial:
         deadline = t0 + timeout
         pg_path = None
         if job is not None:
-            group, version = _service.PODGROUP_API[self.params["gang_scheduler"]]
+            group, version = _podgroups.api(self.params["gang_scheduler"])
             pg_path = f"/apis/{group}/{version}/namespaces/{self.ns}/podgroups/{job['metadata']['name']}"
         while self.clock() < deadline:
             if controller_gone():

@@ -7,7 +7,7 @@ the selector of the pods whose verdict counts. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._service import PODGROUP_API
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _podgroups
 
 RUN_LABEL = "gangsched.kubeflow/smoke-run"
 IMAGE = "registry.k8s.io/pause:3.10"
@@ -18,7 +18,7 @@ PLURALS = {"Pod": "pods", "PodGroup": "podgroups", "PyTorchJob": "pytorchjobs", 
 # an operator does not recreate what was just deleted
 RUN_KINDS = (
     *JOB_API.items(),
-    *(("PodGroup", f"{group}/{version}") for group, version in PODGROUP_API.values()),
+    *(("PodGroup", _podgroups.api_version(gang)) for gang in _podgroups.GANG_SCHEDULERS),
     ("Pod", "v1"),
 )
 
@@ -36,18 +36,17 @@ def pods(ns: str, name: str, run_id: str, replicas: int, resources: dict, gang: 
     labels = {RUN_LABEL: run_id, "gangsched.kubeflow/gang": name}
     docs, annotations, pod_labels = [], {}, dict(labels)
     if gang:
-        group, version = PODGROUP_API[gang]
         spec = {"minMember": replicas}
         if gang == "volcano":
             spec["queue"] = "default"
-            annotations["scheduling.k8s.io/group-name"] = name
         else:
             spec["scheduleTimeoutSeconds"] = 600
-            pod_labels["scheduling.x-k8s.io/pod-group"] = name
+        where, key = _podgroups.member_key(gang)
+        (annotations if where == "annotation" else pod_labels)[key] = name
         docs.append(
             {
-                "apiVersion": f"{group}/{version}",
-                "kind": "PodGroup",
+                "apiVersion": _podgroups.api_version(gang),
+                "kind": _podgroups.PODGROUPS[gang]["kind"],
                 "metadata": {"name": name, "namespace": ns, "labels": labels},
                 "spec": spec,
             }

@@ -1,13 +1,12 @@
-"""Capacity maths, RBAC rule sets and their coverage, scheduler-name derivation, image parsing,
-scheduler-config parsing, the rollout predicate, the re-listing watcher and the partial-gang scan."""
+"""Capacity maths, RBAC rule sets and their coverage, the rollout predicate, the re-listing watcher and
+the partial-gang scan."""
 
 from __future__ import annotations
 
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _info, _rbac, _service, _waiter
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _info, _rbac, _waiter
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import derive_scheduler_name
 
 
 @pytest.mark.parametrize("q,v", [("2", 2), (3, 3), ("500m", 0.5), ("1Ki", 1024), ("1G", 1e9), ("1.5", 1.5)])
@@ -106,65 +105,6 @@ def test_wrong_scheduler_for_component_and_bad_extra_rules():
     with pytest.raises(GangError, match=r"extra_rules\[0\]"):
         _rbac.validate_extra([{"resources": ["pods"]}])
     assert _rbac.has_wildcard({"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]})
-
-
-SP_SECOND = {"kind": "scheduler_plugins", "ready": True, "gang_profiles": ["scheduler-plugins-scheduler"]}
-SP_DEFAULT = {"kind": "scheduler_plugins", "ready": True, "gang_profiles": ["default-scheduler"]}
-
-
-@pytest.mark.parametrize(
-    "gang,given,schedulers,want",
-    [
-        ("volcano", None, [], "volcano"),
-        ("volcano", "volcano", [], "volcano"),
-        ("scheduler_plugins", None, [SP_SECOND], "scheduler-plugins-scheduler"),
-        ("scheduler_plugins", None, [SP_DEFAULT], "default-scheduler"),
-        ("scheduler_plugins", "default-scheduler", [SP_DEFAULT, SP_SECOND], "default-scheduler"),
-    ],
-)
-def test_derive_scheduler_name(gang, given, schedulers, want):
-    assert derive_scheduler_name(gang, given, schedulers, "training_operator") == want
-
-
-@pytest.mark.parametrize(
-    "gang,given,schedulers,match",
-    [
-        ("volcano", "my-sched", [], "Leave scheduler_name unset"),
-        ("scheduler_plugins", None, [], "Cannot determine"),
-        ("scheduler_plugins", None, [SP_SECOND, SP_DEFAULT], "several Coscheduling profiles"),
-        ("scheduler_plugins", "scheduler-plugins", [SP_SECOND], "Pods would stay Pending forever"),
-        ("scheduler_plugins", "x", [], "none is deployed"),
-        ("scheduler_plugins", "volcano", [SP_SECOND], "set gang_scheduler=volcano"),
-    ],
-)
-def test_derive_scheduler_name_refuses(gang, given, schedulers, match):
-    with pytest.raises(GangError, match=match):
-        derive_scheduler_name(gang, given, schedulers, "training_operator")
-
-
-@pytest.mark.parametrize(
-    "image,repo,tag",
-    [
-        ("registry.k8s.io/scheduler-plugins/kube-scheduler:v0.33.5", "scheduler-plugins/kube-scheduler", "v0.33.5"),
-        ("volcanosh/vc-scheduler:v1.10.0", "volcanosh/vc-scheduler", "v1.10.0"),
-        ("localhost:5000/kubeflow/training-operator", "kubeflow/training-operator", ""),
-        ("nvcr.io/nvidia/k8s-device-plugin@sha256:abc", "nvidia/k8s-device-plugin", "sha256:abc"),
-    ],
-)
-def test_image_repo(image, repo, tag):
-    assert _service.image_repo(image) == (repo, tag)
-
-
-def test_coscheduling_profiles():
-    text = """
-profiles:
-- schedulerName: default-scheduler
-- schedulerName: gang
-  plugins:
-    multiPoint: {enabled: [{name: Coscheduling}]}
-"""
-    assert _service.coscheduling_profiles(text) == (["default-scheduler", "gang"], ["gang"])
-    assert _service.coscheduling_profiles(": not yaml [") == ([], [])
 
 
 @pytest.mark.parametrize(

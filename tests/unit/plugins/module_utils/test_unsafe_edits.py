@@ -7,7 +7,14 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _gang_rbac, _operator_gang, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _flags,
+    _gang_rbac,
+    _images,
+    _operator_gang,
+    _operators,
+    _rbac,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError, NotFound
 
 F = "gang-scheduler-name"
@@ -209,7 +216,7 @@ def test_no_shell_the_flag_lands_after_the_operator_binary(command, args, prefer
     ],
 )
 def test_operator_image_matches_under_any_registry_mirror_tag_or_digest(operator, image):
-    assert _operator_gang.image_matches(image, _operator_gang.OPERATORS[operator]["images"])
+    assert _images.image_matches(image, _operators.OPERATORS[operator]["images"])
     _operator_gang.check_image(operator, {"image": image}, None, WHAT)
 
 
@@ -229,7 +236,7 @@ def test_operator_image_matches_under_any_registry_mirror_tag_or_digest(operator
     ],
 )
 def test_another_image_is_refused_naming_the_container_and_the_override(operator, image):
-    assert not _operator_gang.image_matches(image, _operator_gang.OPERATORS[operator]["images"])
+    assert not _images.image_matches(image, _operators.OPERATORS[operator]["images"])
     with pytest.raises(GangError) as e:
         _operator_gang.check_image(operator, {"image": image}, None, WHAT)
     msg = e.value.msg
@@ -249,7 +256,7 @@ def test_another_image_is_refused_naming_the_container_and_the_override(operator
     ],
 )
 def test_expected_image_overrides_the_operator_name(expected, image, ok):
-    assert _operator_gang.image_matches(image, (expected,)) is ok
+    assert _images.image_matches(image, (expected,)) is ok
     if ok:
         _operator_gang.check_image("training_operator", {"image": image}, expected, WHAT)
     else:

@@ -1,0 +1,147 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: what the collection knows about the gang schedulers — their images,
+how each tells the scheduler names it serves (a flag, its KubeSchedulerConfiguration, a fixed name),
+second or default mode — and the scheduler name an operator's gang flag must carry. Pure: no I/O.
+Not a public API."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+# scheduler kind -> its name in messages, the image names it runs as (registry and tag stripped, last
+# path components matched), and how the names it serves are found (``names_from``):
+#   flag:   the values of --<name_flag>, ``default_names`` without one
+#   config: the profiles of the KubeSchedulerConfiguration it reads (--config, from a ConfigMap); one named
+#           default-scheduler makes it the default scheduler (mode default), else it runs as a second one
+#   fixed:  always ``default_names``
+# ``static_pod_names``: it may run as the kube-scheduler static pod (default mode), serving these names
+# (the config file lives on the control-plane host; kubeadm-style installs run Coscheduling in the
+# default profile)
+SCHEDULERS = {
+    "scheduler_plugins": {
+        "label": "scheduler-plugins",
+        "images": ("scheduler-plugins/kube-scheduler",),
+        "names_from": "config",
+        "static_pod_names": (DEFAULT_SCHEDULER,),
+    },
+    "volcano": {
+        "label": "Volcano",
+        "images": ("vc-scheduler",),
+        "names_from": "flag",
+        "name_flag": "scheduler-name",
+        "default_names": ("volcano",),
+    },
+    # archived, does not run on current Kubernetes: found to be reported
+    "kube_batch": {
+        "label": "kube-batch",
+        "images": ("kube-batch",),
+        "names_from": "fixed",
+        "default_names": ("kube-batch",),
+    },
+    "koordinator": {
+        "label": "koord-scheduler",
+        "images": ("koord-scheduler",),
+        "names_from": "config",
+    },
+}
+
+# image repository (registry and tag stripped) -> scheduler kind
+SCHEDULER_IMAGES = {image: kind for kind, spec in SCHEDULERS.items() for image in spec["images"]}
+
+# the KubeSchedulerConfiguration extension points where an enabled Coscheduling makes a gang profile
+COSCHEDULING_POINTS = ("multiPoint", "queueSort", "permit", "preFilter")
+
+
+def coscheduling_profiles(config_text: str) -> tuple[list[str], list[str]]:
+    """(all profile names, names of profiles with Coscheduling enabled) of a KubeSchedulerConfiguration."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load(config_text) or {}
+    except yaml.YAMLError:
+        return [], []
+    names, cosched = [], []
+    for p in cfg.get("profiles") or [{}]:
+        pname = p.get("schedulerName") or DEFAULT_SCHEDULER
+        names.append(pname)
+        plugins = p.get("plugins") or {}
+        for point in COSCHEDULING_POINTS:
+            enabled = ((plugins.get(point) or {}).get("enabled")) or []
+            if any(e.get("name") == "Coscheduling" for e in enabled):
+                cosched.append(pname)
+                break
+    return names, cosched
+
+
+def served_names(kind: str, container: dict, config_text: str | None) -> tuple[list[str], list[str]]:
+    """(scheduler names served, of them the gang ones) by a scheduler container of ``kind``
+    (``config_text``: its KubeSchedulerConfiguration when it reads one and it could be read)."""
+    spec = SCHEDULERS[kind]
+    how = spec["names_from"]
+    if how == "flag":
+        hits = _flags.find(container.get("command"), container.get("args"), spec["name_flag"])
+        names = [h.value for h in hits if h.value] or list(spec["default_names"])
+        return names, names
+    if how == "config":
+        if config_text:
+            return coscheduling_profiles(config_text)
+        return [], []
+    names = list(spec["default_names"])
+    return names, names
+
+
+def mode(kind: str, scheduler_names: list[str]) -> str:
+    """default: the scheduler replaces the default scheduler (serves its profile); second: beside it."""
+    if SCHEDULERS[kind]["names_from"] == "config" and DEFAULT_SCHEDULER in scheduler_names:
+        return "default"
+    return "second"
+
+
+def derive_scheduler_name(
+    gang_scheduler: str, given: str | None, schedulers: list[dict], operator_label: str | None = None
+) -> str:
+    """The scheduler name gangs for ``gang_scheduler`` name (the value an operator's gang flag must
+    carry), from ``given`` and the schedulers found; ``operator_label`` names the operator in messages."""
+    if gang_scheduler == "volcano":
+        if given not in (None, "volcano"):
+            who = f"{operator_label} treats" if operator_label else "the Kubeflow operators treat"
+            raise GangError(
+                f"scheduler_name={given!r} with gang_scheduler=volcano: {who} any value other than 'volcano' as a "
+                "scheduler-plugins profile name. Leave scheduler_name unset"
+            )
+        return "volcano"
+    served = sorted({n for s in schedulers if s["kind"] == "scheduler_plugins" for n in s["gang_profiles"]})
+    if given:
+        if given == "volcano":
+            raise GangError(
+                "scheduler_name='volcano' with gang_scheduler=scheduler_plugins would switch the operator to Volcano; "
+                "set gang_scheduler=volcano instead"
+            )
+        if not served and not any(s["kind"] == "scheduler_plugins" for s in schedulers):
+            raise GangError(
+                f"No scheduler-plugins scheduler serves {given!r}: none is deployed. Install scheduler-plugins "
+                "(role gangsched.kubeflow.scheduler_plugins) first"
+            )
+        if served and given not in served:
+            raise GangError(
+                f"No scheduler-plugins scheduler serves the profile {given!r} with Coscheduling (found: "
+                f"{', '.join(served)}). Pods would stay Pending forever; set scheduler_name to one of them"
+            )
+        return given
+    if len(served) == 1:
+        return served[0]
+    if not served:
+        raise GangError(
+            "Cannot determine the scheduler-plugins scheduler name: no scheduler-plugins kube-scheduler with a "
+            "Coscheduling profile was found (Deployments in all namespaces, the kube-scheduler static pod). "
+            "Install it first or set scheduler_name"
+        )
+    raise GangError(
+        f"Cannot determine the scheduler-plugins scheduler name: several Coscheduling profiles run "
+        f"({', '.join(served)}); set scheduler_name to one of them"
+    )
