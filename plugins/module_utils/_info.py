@@ -263,7 +263,7 @@ def stalled(pods: list[dict], schedulers: list[dict], ops: list[dict], now: floa
     pointed = {"volcano"} | {o["gang_value"] for o in ops if o.get("gang_value") not in (None, "true", "false")}
     for name, found in sorted(waiting.items()):
         found.sort(reverse=True)
-        eg = ", ".join(w for _, w in found[:3])
+        eg = ", ".join(w for _age, w in found[:3])
         serving = [s for s in schedulers if name in (s.get("scheduler_names") or [])]
         ready = [s for s in serving if s["ready"]]
         if ready:

@@ -230,7 +230,7 @@ def allowed(client, ns: str, sa: str, c: tuple[str, str, str], namespace: str | 
     """SubjectAccessReview of one check as the ServiceAccount: cluster-wide, or in ``namespace``."""
     user, groups = sa_user(ns, sa)
     verb, group, resource = c
-    res, _, sub = resource.partition("/")
+    res, _sep, sub = resource.partition("/")
     attrs = {"verb": verb, "group": group, "resource": res}
     if namespace:
         attrs["namespace"] = namespace
