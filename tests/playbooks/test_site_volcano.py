@@ -108,7 +108,8 @@ def test_gang_info_sees_no_problem(lab):
     res = module(lab, "gang_info")
     assert res["problems"] == [], res["problems"]
     ops = {o["operator"]: o for o in res["operators"]}
-    assert ops["training_operator"]["scheduler"] == "volcano" if "scheduler" in ops["training_operator"] else True
+    assert (ops["training_operator"]["gang_value"], ops["training_operator"]["flag_occurrences"]) == ("volcano", 1), ops
+    assert (ops["mpi_operator"]["gang_value"], ops["mpi_operator"]["flag_occurrences"]) == ("volcano", 1), ops
 
 
 def test_report_runs_from_the_installed_tarball(lab, tmp_path):
