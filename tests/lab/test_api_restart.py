@@ -22,7 +22,7 @@ HOLD = "gangsched-test/hold"  # pods of the held Deployment schedule only onto a
 @pytest.fixture
 def hold(api):
     """A label value no node carries yet; release() puts it on the CPU node, and it is removed after."""
-    value = uuid.uuid4().hex[:8]
+    value = "h" + uuid.uuid4().hex[:8]  # never all digits (a YAML number, not the string nodeSelector wants)
     core = k.CoreV1Api(api)
     labelled: list[str] = []
 
