@@ -21,12 +21,15 @@ collection: ## the checkout as the collection gangsched.kubeflow (.collections/a
 	mkdir -p .collections/ansible_collections/gangsched
 	ln -sfn ../../.. .collections/ansible_collections/gangsched/kubeflow
 
-test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks, then every Molecule scenario; each stage's time
-	tests/stage.sh lint-sanity $(MAKE) lint sanity
-	tests/stage.sh unit-lab $(PY) -m pytest -q tests/unit tests/lab
-	tests/stage.sh compat $(PY) tests/compat.py oldest newest
-	tests/stage.sh playbooks $(PY) -m pytest -q tests/playbooks
-	tests/stage.sh molecule $(MAKE) molecule
+# make test's stages in lanes that run side by side, each lane on a lab of its own (tests/lanes.py): the
+# lab tests mostly wait on the cluster, so the lanes share the CPU well; each stage's time is printed.
+TEST_LANES = \
+  'unit-lab=$(PY) -m pytest -q -n 2 --dist loadfile tests/unit tests/lab' \
+  'playbooks=$(PY) -m pytest -q -n 2 --dist loadfile tests/playbooks' \
+  'lint-sanity=$(MAKE) --no-print-directory lint sanity; compat=$(PY) tests/compat.py oldest newest; molecule=$(MAKE) --no-print-directory molecule'
+
+test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks and every Molecule scenario, in lanes side by side; each stage's time
+	$(PY) tests/lanes.py $(TEST_LANES)
 
 compat: build ## the supported-versions matrix: a venv per cell (Python, ansible-core, kubernetes client, kubernetes.core), unit tests and a lab check in each
 	$(PY) tests/compat.py $(CELLS)

@@ -48,6 +48,8 @@ FORBIDDEN = [
     ".venv/*",
     ".collections/*",
     ".lab/*",
+    ".lab-*",
+    ".labs/*",
     ".ansible/*",
     ".git/*",
     "*__pycache__*",

@@ -1,0 +1,108 @@
+"""Runs the stages of ``make test`` in lanes side by side: the stages of one lane one after the other,
+the lanes at once, each lane with a lab of its own (``GANGSCHED_LAB_DIR`` under ``.labs/<lane>``).
+
+The lab tests spend most of their time waiting on the cluster (a gang held for its watch window, a
+rollout, a namespace going away), not on the CPU, so lanes in parallel cut the wall time of
+``make test`` without changing any test. Each stage's output goes to ``.labs/logs/<stage>.log`` and is
+printed whole, under a header, when the stage ends, so a CI log reads one stage at a time. A lane
+stops at its first failing stage; the other lanes run on. Exits non-zero when any stage failed or did
+not run, after every lane's lab is stopped.
+
+    python tests/lanes.py 'lint-sanity=make lint sanity; compat=python tests/compat.py' 'unit-lab=pytest tests/lab'
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LABS = REPO / ".labs"
+_print = threading.Lock()
+_running: list[subprocess.Popen] = []
+
+
+def parse(lane: str) -> list[tuple[str, str]]:
+    """``'a=cmd one; b=cmd two'`` as ``[('a', 'cmd one'), ('b', 'cmd two')]``."""
+    stages = []
+    for part in lane.split(";"):
+        name, sep, cmd = part.strip().partition("=")
+        if not sep or not name.strip() or not cmd.strip():
+            raise SystemExit(f"lanes.py: a stage is 'name=command', got {part.strip()!r}")
+        stages.append((name.strip(), cmd.strip()))
+    return stages
+
+
+def run_lane(index: int, stages: list[tuple[str, str]], results: dict) -> None:
+    lab_dir = LABS / f"lane{index}"
+    env = {**os.environ, "GANGSCHED_LAB_DIR": str(lab_dir)}
+    for name, cmd in stages:
+        log = LABS / "logs" / f"{name}.log"
+        start = time.monotonic()
+        with log.open("w") as out:
+            proc = subprocess.Popen(
+                shlex.split(cmd), cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+            _running.append(proc)
+            rc = proc.wait()
+        took = round(time.monotonic() - start)
+        results[name] = (rc, took)
+        with _print:
+            print(f"===== stage {name} (lane {index}) =====", flush=True)
+            sys.stdout.write(log.read_text(errors="replace"))
+            print(f"stage {name}: {took} s (exit {rc})", flush=True)
+        if rc != 0:
+            break
+    for left in sorted(LABS.glob(f"lane{index}*")):  # the lane's lab and its xdist workers' labs
+        stop_lab(left, {**env, "GANGSCHED_LAB_DIR": str(left)})
+
+
+def stop_lab(lab_dir: Path, env: dict) -> None:
+    if (lab_dir / "state.json").exists():
+        subprocess.run([sys.executable, "-m", "lab", "down"], cwd=REPO, env=env, capture_output=True)
+
+
+def stop_all(signum, _frame) -> None:
+    """Stopped from outside (a CI time limit, Ctrl-C): every stage's process group, then every lab."""
+    for proc in _running:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    for lab_dir in sorted(LABS.glob("lane*")):
+        stop_lab(lab_dir, {**os.environ, "GANGSCHED_LAB_DIR": str(lab_dir)})
+    sys.exit(128 + signum)
+
+
+def main(argv: list[str]) -> int:
+    lanes = [parse(a) for a in argv]
+    if not lanes:
+        raise SystemExit(__doc__)
+    signal.signal(signal.SIGTERM, stop_all)
+    signal.signal(signal.SIGINT, stop_all)
+    (LABS / "logs").mkdir(parents=True, exist_ok=True)
+    results: dict[str, tuple[int, int]] = {}
+    start = time.monotonic()
+    threads = [threading.Thread(target=run_lane, args=(i, lane, results), daemon=True) for i, lane in enumerate(lanes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():  # a timed join, so that SIGTERM and Ctrl-C reach the handler
+            t.join(1)
+    print(f"\nmake test: {round(time.monotonic() - start)} s in {len(lanes)} lanes")
+    failed = False
+    for lane in lanes:
+        for name, _ in lane:
+            rc, took = results.get(name, (None, None))
+            what = "not run (an earlier stage of its lane failed)" if rc is None else f"{took:>5} s  exit {rc}"
+            print(f"  {name:<12} {what}")
+            failed |= rc != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
