@@ -9,8 +9,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from ansible_run import run_module
 from kubernetes import client as k
-from lab_ansible import run_module
 from lab_objects import operator_like
 
 from lab import kube, nodes

@@ -5,7 +5,7 @@ the GPUs it holds; bad inputs fail with a clear message."""
 from __future__ import annotations
 
 import pytest
-from lab_ansible import comparable, run_module
+from ansible_run import comparable, run_module
 
 from lab import kube, scenarios
 

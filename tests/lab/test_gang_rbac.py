@@ -5,8 +5,8 @@ the rights away again; bad inputs fail naming the object and create nothing."""
 from __future__ import annotations
 
 import pytest
+from ansible_run import comparable, run_module
 from kubernetes import client as k
-from lab_ansible import comparable, run_module
 
 from lab import kube, scenarios
 

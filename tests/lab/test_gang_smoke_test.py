@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from contextlib import contextmanager
 
 import pytest
+from ansible_run import playbook, run_module
 from kubernetes import client as k
-from lab_ansible import BIN, REPO, ansible_env, run_module
 
 from lab import kube, nodes, procs, scenarios
 
@@ -325,35 +324,13 @@ def test_role_sizes_its_gangs_node_by_node(volcano, api, core, added_nodes):
         assert "only 3 member(s) of 2 nvidia.com/gpu fit" in refused["msg"], refused["msg"]
         assert _leftovers(core) == []
         extra = {"gang_smoke_test_gpus_per_member": 2, "gang_smoke_test_timeout": 60}
-        p = subprocess.run(
-            [
-                str(BIN / "ansible-playbook"),
-                "-i",
-                str(REPO / "inventories/lab"),
-                "gangsched.kubeflow.smoke_test",
-                "-e",
-                json.dumps(extra),
-            ],
-            env=ansible_env(volcano, {"GANGSCHED_LAB_DIR": str(volcano.root)}),
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
-        out = json.loads(p.stdout)
-        facts = [
-            h["ansible_facts"]["gang_smoke_test_results"]
-            for play in out["plays"]
-            for t in play["tasks"]
-            for h in t["hosts"].values()
-            if "gang_smoke_test_results" in (h.get("ansible_facts") or {})
-        ]
-        (results,) = facts
+        run = playbook(volcano, "smoke_test", timeout=600, **extra)
+        assert run.rc == 0, run.failures()
+        (results,) = run.facts("gang_smoke_test_results")
         assert [(r["verdict"], r["ok"]) for r in results] == [("gang_held_running", True), ("gang_held_pending", True)]
         runs = [
             h
-            for play in out["plays"]
+            for play in run.data["plays"]
             for t in play["tasks"]
             for h in t["hosts"].values()
             if h.get("replicas") and h.get("verdict")

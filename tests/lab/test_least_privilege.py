@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from ansible_run import REPO, run_module
 from kubernetes import client as k
-from lab_ansible import REPO, run_module
 
 from lab import kube
 

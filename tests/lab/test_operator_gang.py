@@ -9,8 +9,8 @@ import copy
 import time
 
 import pytest
+from ansible_run import comparable, run_module
 from kubernetes import client as k
-from lab_ansible import comparable, run_module
 from lab_objects import MPI_OPERATOR_IMAGE, TRAINING_OPERATOR_IMAGE, operator_like
 
 from lab import kube, scenarios

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 import yaml
+from ansible_run import BIN, REPO, ansible_env
 from kubernetes import client as k
-from lab_ansible import BIN, REPO, ansible_env
 
 from lab import kube
 
@@ -40,8 +40,7 @@ def token(lab, api):
 
 
 def _vvv(lab, module: str, args: dict) -> tuple[int, str]:
-    env = ansible_env(lab, {"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default", "K8S_AUTH_KUBECONFIG": ""})
-    env.pop("K8S_AUTH_KUBECONFIG")
+    env = ansible_env(lab, {"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, kubeconfig=False)
     p = subprocess.run(
         [str(BIN / "ansible"), "localhost", "-vvv", "-m", f"gangsched.kubeflow.{module}", "-a", json.dumps(args)],
         env=env,

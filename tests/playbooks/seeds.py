@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
+from ansible_run import module
 from kubernetes import client as k
-from playbook_ansible import module
 
 from lab import kube, nodes, scenarios
 

@@ -9,10 +9,11 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
+from ansible_run import REPO, ansible_env, playbook, playbook_cmd
 from kubernetes import client as k
-from playbook_ansible import BIN, REPO, playbook
 
 from lab import kube, scenarios
 
@@ -43,23 +44,28 @@ def leftovers(lab, core) -> list[str]:
     return out
 
 
-def module_processes() -> list[int]:
+def module_processes(lab) -> list[int]:
+    """The gang_smoke_test module processes run against this lab (their environment names its directory):
+    other labs on the machine (make test's other lanes) run smoke tests of their own, never touched."""
     p = subprocess.run(["pgrep", "-f", "AnsiballZ_gang_smoke_test"], capture_output=True, text=True)
-    return [int(x) for x in p.stdout.split()]
+    mine = f"GANGSCHED_LAB_DIR={lab.root}".encode()
+    pids = []
+    for pid in (int(x) for x in p.stdout.split()):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if mine in env:
+            pids.append(pid)
+    return pids
 
 
 def interrupted_run(lab, core, sig: int, group: bool) -> dict:
     """Start smoke_test.yml, signal it while its oversized gang (5 pods) is being watched (``group``:
     signal ansible-playbook's process group and the module process too)."""
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-        "ANSIBLE_LOCALHOST_WARNING": "0",
-        "GANGSCHED_LAB_DIR": str(lab.root),
-    }
     proc = subprocess.Popen(
-        [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventories/lab"), "gangsched.kubeflow.smoke_test"],
-        env=env,
+        playbook_cmd("smoke_test"),
+        env=ansible_env(lab, {"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, kubeconfig=False),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -75,7 +81,9 @@ def interrupted_run(lab, core, sig: int, group: bool) -> dict:
         if group:
             # everything at once, as when a CI runner's container goes away: ansible's local connection
             # starts the module in a session of its own, so it is killed by pid
-            for pid in module_processes():
+            pids = module_processes(lab)
+            assert pids, "no gang_smoke_test module process of this lab to signal"
+            for pid in pids:
                 os.kill(pid, sig)
             os.killpg(proc.pid, sig)
         else:
@@ -87,7 +95,7 @@ def interrupted_run(lab, core, sig: int, group: bool) -> dict:
             proc.wait()
     # the module may outlive ansible-playbook: it notices that nobody reads its output and stops
     t0 = time.monotonic()
-    kube.wait_for(lambda: not module_processes(), 120, "the smoke test module to stop")
+    kube.wait_for(lambda: not module_processes(lab), 120, "the smoke test module to stop")
     return {
         "rc": proc.returncode,
         "output": out,

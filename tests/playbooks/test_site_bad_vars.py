@@ -4,8 +4,8 @@ variable, before any role changes anything in the cluster."""
 from __future__ import annotations
 
 import pytest
+from ansible_run import playbook
 from kubernetes import client as k
-from playbook_ansible import playbook
 
 from lab import kube
 

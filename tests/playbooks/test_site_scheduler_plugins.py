@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import seeds
+from ansible_run import module, playbook
 from kubernetes import client as k
-from playbook_ansible import module, playbook
 
 from lab import kube
 

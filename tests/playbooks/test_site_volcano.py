@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import seeds
 import tarball_check
+from ansible_run import kubectl, module, playbook
 from kubernetes import client as k
-from playbook_ansible import kubectl, module, playbook
 
 from lab import kube, scenarios
 

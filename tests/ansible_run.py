@@ -1,0 +1,150 @@
+"""Runs the collection through Ansible against a lab, the one way every test does it: a module ad hoc
+(``ansible localhost -m``) or a playbook on the lab inventory, both with the JSON callback, the
+checkout's ansible.cfg and the lab's directory in the environment; and reads their results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from lab import build
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def ansible_env(lab, extra: dict | None = None, kubeconfig: bool = True) -> dict:
+    """The environment of an Ansible run on ``lab``; ``kubeconfig``: the lab's kubeconfig as the modules'
+    K8S_AUTH_KUBECONFIG default (playbooks take theirs from the lab inventory instead)."""
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "GANGSCHED_LAB_DIR": str(lab.root),
+    }
+    if kubeconfig:
+        env["K8S_AUTH_KUBECONFIG"] = str(lab.kubeconfig)
+    env.update(extra or {})
+    return env
+
+
+def run_module(lab, module: str, args: dict, check: bool = False, diff: bool = True, env: dict | None = None) -> dict:
+    """The task result of ``gangsched.kubeflow.<module>`` with ``args`` on localhost."""
+    cmd = [str(BIN / "ansible"), "localhost", "-m", f"gangsched.kubeflow.{module}"]
+    if args:
+        cmd += ["-a", json.dumps(args)]
+    if check:
+        cmd.append("--check")
+    if diff:
+        cmd.append("--diff")
+    p = subprocess.run(cmd, env=ansible_env(lab, env), cwd=REPO, capture_output=True, text=True, timeout=900)
+    try:
+        out = json.loads(p.stdout)
+    except ValueError as e:
+        raise AssertionError(f"ansible printed no JSON (rc {p.returncode}):\n{p.stdout}\n{p.stderr}") from e
+    res = out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    res["_stderr"] = p.stderr
+    return res
+
+
+def module(lab, name: str, **args) -> dict:
+    """``run_module`` without diff, the module's options as keywords."""
+    return run_module(lab, name, args, diff=False)
+
+
+def comparable(res: dict) -> dict:
+    """A result without the keys that differ between a check-mode run and a real one by nature."""
+    drop = {"invocation", "_stderr", "_ansible_no_log", "warnings", "deprecations"}
+    return {k: v for k, v in res.items() if k not in drop}
+
+
+class Run:
+    """An ``ansible-playbook`` run's exit status and its JSON callback output."""
+
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.rc = proc.returncode
+        self.stderr = proc.stderr
+        try:
+            self.data = json.loads(proc.stdout)
+        except ValueError as e:
+            raise AssertionError(
+                f"ansible-playbook printed no JSON (rc {self.rc}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+            ) from e
+
+    @property
+    def stats(self) -> dict:
+        return self.data["stats"]
+
+    def changed(self) -> list[str]:
+        """Names of the tasks that reported a change (on any host)."""
+        out = []
+        for play in self.data["plays"]:
+            for task in play["tasks"]:
+                if any(h.get("changed") for h in task["hosts"].values()):
+                    out.append(task["task"]["name"])
+        return out
+
+    def results(self, name: str) -> list[dict]:
+        return [
+            h
+            for play in self.data["plays"]
+            for task in play["tasks"]
+            if task["task"]["name"] == name
+            for h in task["hosts"].values()
+        ]
+
+    def facts(self, name: str) -> list:
+        """Every value of the fact ``name`` that a task of the run set."""
+        return [
+            h["ansible_facts"][name]
+            for play in self.data["plays"]
+            for task in play["tasks"]
+            for h in task["hosts"].values()
+            if name in (h.get("ansible_facts") or {})
+        ]
+
+    def failures(self) -> str:
+        msgs = []
+        for play in self.data["plays"]:
+            for task in play["tasks"]:
+                for host, h in task["hosts"].items():
+                    if h.get("failed") and not h.get("ignore_errors"):
+                        msgs.append(f"{task['task']['name']} [{host}]: {h.get('msg')}")
+        return "\n".join(msgs) or self.stderr[-3000:]
+
+
+def playbook_cmd(name: str, *extra: str, check: bool = False, **extra_vars) -> list[str]:
+    """The command line of ``ansible-playbook gangsched.kubeflow.<name>`` on the lab inventory."""
+    cmd = [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventories/lab"), f"gangsched.kubeflow.{name}"]
+    if check:
+        cmd += ["--check"]
+    cmd += ["--diff", *extra]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]  # JSON keeps the types (lists, negative numbers)
+    return cmd
+
+
+def playbook(
+    lab, name: str, *extra: str, check: bool = False, collections_path: str = "", timeout: int = 1200, **extra_vars
+) -> Run:
+    """``ansible-playbook gangsched.kubeflow.<name>`` on the lab inventory; the collection is the checkout,
+    or the one under ``collections_path`` (e.g. installed from the built tarball) when given."""
+    env = ansible_env(lab, kubeconfig=False)
+    if collections_path:
+        env["ANSIBLE_COLLECTIONS_PATH"] = collections_path  # overrides ansible.cfg's .collections
+    cmd = playbook_cmd(name, *extra, check=check, **extra_vars)
+    return Run(subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout))
+
+
+def kubectl(lab, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(build.binary_path("kubectl")), "--kubeconfig", str(lab.kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
