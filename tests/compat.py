@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 from lab import paths  # noqa: E402
 
 # bump when what goes into a cell's venv changes, so cached venvs are rebuilt
-RECIPE = "3"
+RECIPE = "4"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +134,7 @@ def build(cell: Cell) -> Path:
         "jsonpatch",
         "pytest",
         "pytest-timeout",
+        "pytest-xdist",  # --lab-tests on two workers, a lab each
         "cryptography",  # the lab's own code, for --lab-tests
         *cell.extra,
     ]
@@ -204,12 +205,25 @@ LAB_TESTS = ("test_gang_info.py", "test_operator_gang.py", "test_gang_rbac.py", 
 
 
 def lab_tests(venv: Path) -> tuple[bool, str]:
-    """The lab tests of the four modules, run by the cell's Python (so the modules run in its venv), on a
-    fresh lab of their own as in `make test` (the lab check's lab has Volcano and an operator installed)."""
+    """The lab tests of the four modules, run by the cell's Python (so the modules run in its venv), on
+    two workers, each file on a fresh lab of its own as in `make test` (the lab check's lab has Volcano
+    and an operator installed)."""
     env = {k: v for k, v in os.environ.items() if k != "GANGSCHED_LAB_REUSE"}
     env["GANGSCHED_LAB_DIR"] = str(_root() / f"lab-{venv.name}")
     p = _run(
-        [venv / "bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *(f"tests/lab/{t}" for t in LAB_TESTS)],
+        [
+            venv / "bin/python",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--dist",
+            "loadfile",
+            *(f"tests/lab/modules/{t}" for t in LAB_TESTS),
+        ],
         cwd=REPO,
         timeout=3600,
         env=env,
