@@ -225,7 +225,7 @@ class Lab:
             *ca.issue("scheduler", "system:kube-scheduler"),
             server,
         )
-        env = dict(os.environ)
+        env: dict[str, str] = {}  # what a component's environment adds to the lab's own
 
         log(f"starting etcd on 127.0.0.1:{p['etcd']}")
         etcd_url, peer_url = f"http://127.0.0.1:{p['etcd']}", f"http://127.0.0.1:{p['etcd_peer']}"
@@ -349,9 +349,8 @@ class Lab:
 
         self.write_scheduler_manifest()
         log("starting the pod-process runner (runs the kube-scheduler static pod too)")
-        self._start(
-            "runner", [sys.executable, "-m", "lab", "runner"], {**env, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-        )
+        runner_env = {"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", "GANGSCHED_LAB_DIR": str(self.root)}
+        self._start("runner", [sys.executable, "-m", "lab", "runner"], runner_env)
         time.sleep(0.5)
         for c in COMPONENTS:
             if not procs.alive(self.pid(c)):
@@ -360,8 +359,25 @@ class Lab:
                     + "\n".join(procs.tail(self.logs / f"{c}.log", 15))
                 )
 
-    def _start(self, name: str, argv: list[str], env: dict) -> None:
-        procs.start(name, argv, self.logs / f"{name}.log", self.pids / f"{name}.pid", env=env, cwd=self.root)
+    @property
+    def components_file(self) -> Path:
+        """The table of what each component was started with: ``{name: {"argv": [...], "env": {...}}}``,
+        ``env`` being what it adds to the lab's environment; ``restart`` starts a component from it."""
+        return self.root / "components.json"
+
+    def components(self) -> dict[str, dict]:
+        try:
+            return json.loads(self.components_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _start(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+        table = self.components()
+        table[name] = {"argv": argv, "env": env}
+        self.components_file.write_text(json.dumps(table, indent=1))
+        procs.start(
+            name, argv, self.logs / f"{name}.log", self.pids / f"{name}.pid", env={**os.environ, **env}, cwd=self.root
+        )
 
     def _wait(self, pred, name: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -480,24 +496,23 @@ class Lab:
 
     def restart(self, name: str, down_for: float = 5.0, log=print) -> float:
         """Stop one component and start it again after ``down_for`` seconds, with the argv and
-        environment it ran with (a control-plane restart, as on a real cluster). Returns the seconds
-        it was unreachable."""
+        environment it was started with (``components.json``; a control-plane restart, as on a real
+        cluster). Returns the seconds it was unreachable."""
         if name not in COMPONENTS:
             raise LabError(f"unknown component {name!r}; one of: {', '.join(COMPONENTS)}")
         pid = self.pid(name)
         if not procs.alive(pid):
             raise LabError(f"{name} is not running; start the lab first: python -m lab up")
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").decode().split("\0")
-        env = dict(
-            kv.split("=", 1)
-            for kv in Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
-            if "=" in kv
-        )
+        started = self.components().get(name)
+        if not started:
+            raise LabError(
+                f"{name} has no entry in {self.components_file}; start the lab again: python -m lab down, then up"
+            )
         t0 = time.monotonic()
         log(f"stopping {name} (pid {pid}) for {down_for:.1f}s")
         procs.stop(pid)
         time.sleep(max(0.0, down_for - (time.monotonic() - t0)))
-        self._start(name, argv, env)
+        self._start(name, started["argv"], started["env"])
         if name == "kube-apiserver":
             self._wait(self._api_ready, name, 60)
         else:

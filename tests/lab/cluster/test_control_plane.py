@@ -5,12 +5,13 @@ from __future__ import annotations
 import ipaddress
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from kubernetes import client as k
 
-from lab import nodes, podnet, scenarios
-from lab.cluster import REPO
+from lab import kube, nodes, podnet, procs, scenarios
+from lab.cluster import COMPONENTS, REPO
 
 
 def test_server_version_is_v1_33(api):
@@ -107,3 +108,19 @@ def test_nothing_listens_beyond_loopback_and_the_pods_own_addresses(volcano, cor
     assert [s["ip"] for n, s in pods.items() if n.startswith(ns_name)] == [pod.status.pod_ip]
     r = _lab_cli("status")
     assert f"ip {pod.status.pod_ip}" in r.stdout, r.stdout
+
+
+def test_restart_starts_a_component_again_from_the_table_it_was_started_from(lab, core):
+    table = lab.components()
+    assert set(table) == set(COMPONENTS), table.keys()
+    assert table["runner"]["env"]["GANGSCHED_LAB_DIR"] == str(lab.root)
+    before = lab.pid("kube-controller-manager")
+    lab.restart("kube-controller-manager", down_for=0.5, log=lambda *_: None)
+    pid = lab.pid("kube-controller-manager")
+    assert pid != before and procs.alive(pid)
+    running = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").decode().split("\0")
+    assert running == table["kube-controller-manager"]["argv"]
+    # the controller manager works again: a new namespace gets its default ServiceAccount
+    name = "restart-check"
+    kube.ensure_namespace(core, name)
+    kube.delete_namespace(core, name)
