@@ -228,8 +228,10 @@ def lab_tests(venv: Path) -> tuple[bool, str]:
         timeout=3600,
         env=env,
     )
+    log = _root() / f"lab-tests-{venv.name}.log"  # the whole run: a failure's assertion is far from the end
+    log.write_text(p.stdout + p.stderr)
     tail = (p.stdout.strip().splitlines() or [""])[-1]
-    return p.returncode == 0, tail if p.returncode == 0 else p.stdout[-4000:]
+    return p.returncode == 0, tail if p.returncode == 0 else f"{p.stdout[-3000:]}\n(whole output: {log})"
 
 
 def main(argv: list[str]) -> int:
