@@ -225,7 +225,6 @@ class Lab:
             *ca.issue("scheduler", "system:kube-scheduler"),
             server,
         )
-        env: dict[str, str] = {}  # what a component's environment adds to the lab's own
 
         log(f"starting etcd on 127.0.0.1:{p['etcd']}")
         etcd_url, peer_url = f"http://127.0.0.1:{p['etcd']}", f"http://127.0.0.1:{p['etcd_peer']}"
@@ -244,7 +243,6 @@ class Lab:
                 "--quota-backend-bytes=4294967296",
                 "--log-level=warn",
             ],
-            env,
         )
         self._wait(lambda: _http_ok(f"{etcd_url}/health"), "etcd", 30)
 
@@ -301,7 +299,6 @@ class Lab:
                 "--requestheader-group-headers=X-Remote-Group",
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             ],
-            env,
         )
         self._wait(lambda: self._api_ready(), "kube-apiserver", 60)
 
@@ -325,7 +322,6 @@ class Lab:
                 "--node-monitor-grace-period=40s",
                 "--v=1",
             ],
-            env,
         )
 
         log("starting kwok")
@@ -344,7 +340,6 @@ class Lab:
                 "--node-lease-duration-seconds=40",
                 f"--server-address=127.0.0.1:{p['kwok']}",
             ],
-            env,
         )
 
         self.write_scheduler_manifest()
@@ -371,7 +366,9 @@ class Lab:
         except (OSError, ValueError):
             return {}
 
-    def _start(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+    def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        """Starts a component with ``env`` added to the lab's environment, and records both in the table."""
+        env = env or {}
         table = self.components()
         table[name] = {"argv": argv, "env": env}
         self.components_file.write_text(json.dumps(table, indent=1))
