@@ -48,6 +48,14 @@ def gang_rbac_objects(component: str, gang_scheduler: str | None = None, service
         _fail(e)
 
 
+def kube_scheduler_rbac_objects(name: str):
+    """The ClusterRole and ClusterRoleBinding, both called ``name``, that give the default kube-scheduler
+    Coscheduling's rights (the rule table's, as gang_rbac's)."""
+    if not isinstance(name, str) or not name:
+        raise AnsibleFilterError(f"kube_scheduler_rbac_objects needs the objects' name, got {name!r}")
+    return list(_gang_rbac.kube_scheduler_objects(name))
+
+
 def operator_gang_patch(
     deployment: dict, operator: str, scheduler_name: str | None, container: str | None = None, partial: bool = True
 ):
@@ -232,6 +240,7 @@ class FilterModule:
         return {
             "manifest_filename": manifest_filename,
             "gang_rbac_objects": gang_rbac_objects,
+            "kube_scheduler_rbac_objects": kube_scheduler_rbac_objects,
             "operator_gang_patch": operator_gang_patch,
             "coscheduling_static_pod": coscheduling_static_pod,
             "static_pod_flag": static_pod_flag,

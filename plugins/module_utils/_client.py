@@ -299,7 +299,9 @@ class Client:
     @classmethod
     def from_params(cls, params: dict) -> Client:
         """The client for a module's parameters (kubernetes.core's auth options, ``api_timeout``)."""
-        auth = {k: params.get(k) for k in AUTH_ARG_SPEC}
+        # an empty option is an unset one: ansible-core 2.16 renders a role default of none inside
+        # module_defaults as "", and the kubernetes client reads context="" as a context named ""
+        auth = {k: (None if params.get(k) == "" else params.get(k)) for k in AUTH_ARG_SPEC}
         timeout = float(params.get("api_timeout") or DEFAULT_TIMEOUT)
         kubeconfig = auth.get("kubeconfig") or os.environ.get("K8S_AUTH_KUBECONFIG")
         _check_kubeconfig(kubeconfig)

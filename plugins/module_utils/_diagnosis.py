@@ -7,19 +7,23 @@ verdict other than the expected one came about. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _podgroups, _rbac, _service, _verdict
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _podgroups,
+    _schedulers,
+    _service,
+    _verdict,
+    _workloads,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke_input import JOB_CRDS, serves
 
 
 def _where(s: dict) -> str:
-    kind = {"volcano": "Volcano", "scheduler_plugins": "scheduler-plugins"}.get(s["kind"], s["kind"])
-    return f"{kind} {s['source']} {s['namespace']}/{s['name']}"
+    return f"{_schedulers.label(s['kind'])} {s['source']} {s['namespace']}/{s['name']}"
 
 
 def describe_scheduler(schedulers: list[dict], gang: str, sname: str) -> str:
     """The scheduler behind ``sname``, named for a message: where it runs, or who runs instead."""
-    mine = [s for s in schedulers if serves(s, gang, sname)]
+    mine = [s for s in schedulers if _schedulers.serves(s, gang, sname)]
     if mine:
         return f"scheduler {sname!r} ({', '.join(_where(s) for s in mine)})"
     kind = "volcano" if gang == "volcano" else "scheduler_plugins"
@@ -33,7 +37,7 @@ def describe_scheduler(schedulers: list[dict], gang: str, sname: str) -> str:
 
 
 def not_running_cause(schedulers: list[dict], gang: str, sname: str) -> str:
-    mine = [s for s in schedulers if serves(s, gang, sname)]
+    mine = [s for s in schedulers if _schedulers.serves(s, gang, sname)]
     if mine:
         return (
             f"scheduler not running: {', '.join(_where(s) for s in mine)} serves {sname!r} but has no ready "
@@ -54,7 +58,7 @@ def not_running_cause(schedulers: list[dict], gang: str, sname: str) -> str:
 def forbidden_podgroup_create(client, workload: str, gang_scheduler: str, ns: str) -> str | None:
     """The forbidden call, named, when the workload's operator may not create PodGroups in ``ns``
     (a SubjectAccessReview as its ServiceAccount); None when it may, or when that cannot be asked."""
-    operator = JOB_CRDS[workload][1].replace("-", "_")
+    operator = _workloads.JOB_CRDS[workload][1]
     group = _podgroups.group(gang_scheduler)
     try:
         found = [o for o in _service.find_operators(client) if o["operator"] == operator]
@@ -62,7 +66,7 @@ def forbidden_podgroup_create(client, workload: str, gang_scheduler: str, ns: st
             dep = o["deployment"]
             dns = dep["metadata"]["namespace"]
             sa = dep["spec"]["template"]["spec"].get("serviceAccountName") or "default"
-            if not _rbac.allowed(client, dns, sa, ("create", group, "podgroups"), namespace=ns):
+            if not _service.allowed(client, dns, sa, ("create", group, "podgroups"), namespace=ns):
                 return (
                     f"Forbidden: ServiceAccount {dns}/{sa} of Deployment {dns}/{dep['metadata']['name']} may not "
                     f"create {group}/podgroups in namespace {ns}; grant it with gangsched.kubeflow.gang_rbac "

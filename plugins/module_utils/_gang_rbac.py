@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operators, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operators, _rbac, _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._service import FIELD_MANAGER, MANAGED_BY
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 VERIFY_SECONDS = 15  # the authorizer's RBAC cache follows a change within a second or two
@@ -39,7 +38,7 @@ def resolve(params: dict) -> tuple[str, str, str, str]:
 def desired(component: str, gang: str, ns: str, sa: str, rules: list[dict]) -> tuple[dict, dict]:
     """The ClusterRole and ClusterRoleBinding this collection keeps for a component's ServiceAccount."""
     name = object_name(component, ns, sa)
-    labels = {**MANAGED_BY, "gangsched.kubeflow/component": component.replace("_", "-")}
+    labels = {**_service.MANAGED_BY, "gangsched.kubeflow/component": component.replace("_", "-")}
     role = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
@@ -56,8 +55,23 @@ def desired(component: str, gang: str, ns: str, sa: str, rules: list[dict]) -> t
     return role, binding
 
 
+KUBE_SCHEDULER_OBJECT = "gangsched.kubeflow:kube-scheduler:coscheduling"
+
+
+def kube_scheduler_objects(name: str = KUBE_SCHEDULER_OBJECT) -> tuple[dict, dict]:
+    """The ClusterRole and ClusterRoleBinding (both called ``name``) that let the default kube-scheduler
+    run Coscheduling: the plugin's PodGroup rules (``_rbac.coscheduling_rules``) for User
+    system:kube-scheduler."""
+    role, binding = desired("kube_scheduler", "scheduler_plugins", "", "", _rbac.coscheduling_rules())
+    for obj in (role, binding):
+        obj["metadata"]["name"] = name
+    binding["roleRef"]["name"] = name
+    binding["subjects"] = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": _rbac.KUBE_SCHEDULER_USER}]
+    return role, binding
+
+
 def _write(client, method: str, path: str, body: dict | None, what: str, check_mode: bool) -> dict:
-    query = {"fieldManager": FIELD_MANAGER} if method in ("POST", "PUT") else {}
+    query = {"fieldManager": _service.FIELD_MANAGER} if method in ("POST", "PUT") else {}
     if check_mode:
         query["dryRun"] = "All"
     return client.request(method, path, body=body, query=query, what=what)
@@ -91,7 +105,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
             raise GangError(f"{msg}: install the component first, or set service_account to the one its pods run as")
         warn(msg)
 
-    missing_before = [c for c in needed if not _rbac.allowed(client, ns, sa, c)] if verify else None
+    missing_before = [c for c in needed if not _service.allowed(client, ns, sa, c)] if verify else None
 
     role_path, bind_path = f"{RBAC}/clusterroles/{name}", f"{RBAC}/clusterrolebindings/{name}"
     role = client.get_or_none(role_path, f"ClusterRole {name}")
@@ -147,7 +161,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
                     f"ClusterRoleBinding {name} was applied; check for a deny webhook or an authorizer other than RBAC"
                 )
         else:
-            others = _rbac.rules_bound_elsewhere(client, ns, sa, name)
+            others = _service.rules_bound_elsewhere(client, ns, sa, name)
             predicted = [c for c in needed if not _rbac.covers(others, *c)]
             if check_mode or not changed:
                 missing_after = predicted
@@ -170,7 +184,7 @@ def _settle(client, ns: str, sa: str, needed, done, clock=time.monotonic) -> lis
     """SubjectAccessReviews until ``done(missing)`` or VERIFY_SECONDS passed (RBAC cache lag)."""
     deadline = clock() + VERIFY_SECONDS
     while True:
-        missing = [c for c in needed if not _rbac.allowed(client, ns, sa, c)]
+        missing = [c for c in needed if not _service.allowed(client, ns, sa, c)]
         if done(missing) or clock() > deadline:
             return missing
         time.sleep(0.5)

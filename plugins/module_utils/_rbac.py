@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: the gang rights each component needs (component x scheduler), rule
-coverage maths, and the SubjectAccessReview check as a ServiceAccount. Not a public API."""
+coverage maths. Pure: no I/O (the SubjectAccessReview is the service's). Not a public API."""
 
 from __future__ import annotations
 
@@ -115,6 +115,17 @@ RULES: dict[tuple[str, str], list[dict]] = {
 }
 
 
+# Coscheduling inside the default kube-scheduler (scheduler-plugins mode=default): kube-scheduler runs
+# as this user and holds its own rights already (system:kube-scheduler, system:volume-scheduler); the
+# plugin adds only the PodGroup rights, the scheduler-plugins group's rules of the second scheduler.
+KUBE_SCHEDULER_USER = "system:kube-scheduler"
+
+
+def coscheduling_rules() -> list[dict]:
+    """What the Coscheduling plugin reads and writes, from the second scheduler's rules (one source)."""
+    return [dict(r) for r in RULES[("scheduler_plugins_scheduler", "scheduler_plugins")] if r["apiGroups"] == [SP]]
+
+
 def required_rules(component: str, gang_scheduler: str) -> list[dict]:
     allowed = COMPONENTS[component][2]
     if gang_scheduler not in allowed:
@@ -224,49 +235,3 @@ def sa_user(ns: str, name: str) -> tuple[str, list[str]]:
         f"system:serviceaccounts:{ns}",
         "system:authenticated",
     ]
-
-
-def allowed(client, ns: str, sa: str, c: tuple[str, str, str], namespace: str | None = None) -> bool:
-    """SubjectAccessReview of one check as the ServiceAccount: cluster-wide, or in ``namespace``."""
-    user, groups = sa_user(ns, sa)
-    verb, group, resource = c
-    res, _sep, sub = resource.partition("/")
-    attrs = {"verb": verb, "group": group, "resource": res}
-    if namespace:
-        attrs["namespace"] = namespace
-    if sub:
-        attrs["subresource"] = sub
-    review = client.request(
-        "POST",
-        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-        body={
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SubjectAccessReview",
-            "spec": {"user": user, "groups": groups, "resourceAttributes": attrs},
-        },
-        what=f"SubjectAccessReview for {user}",
-    )
-    return bool((review.get("status") or {}).get("allowed"))
-
-
-def rules_bound_elsewhere(client, ns: str, sa: str, exclude_binding: str) -> list[dict]:
-    """Rules of every ClusterRole bound cluster-wide to the ServiceAccount (or its groups), except ours."""
-    user, groups = sa_user(ns, sa)
-    out: list[dict] = []
-    for b in client.list("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", what="ClusterRoleBindings"):
-        if b["metadata"]["name"] == exclude_binding:
-            continue
-        for s in b.get("subjects") or []:
-            hit = (
-                (s.get("kind") == "ServiceAccount" and s.get("name") == sa and s.get("namespace") == ns)
-                or (s.get("kind") == "Group" and s.get("name") in groups)
-                or (s.get("kind") == "User" and s.get("name") == user)
-            )
-            if hit and b["roleRef"]["kind"] == "ClusterRole":
-                role = client.get_or_none(
-                    f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{b['roleRef']['name']}",
-                    what=f"ClusterRole {b['roleRef']['name']}",
-                )
-                out.extend((role or {}).get("rules") or [])
-                break
-    return out

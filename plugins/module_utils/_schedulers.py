@@ -57,6 +57,20 @@ SCHEDULER_IMAGES = {image: kind for kind, spec in SCHEDULERS.items() for image i
 COSCHEDULING_POINTS = ("multiPoint", "queueSort", "permit", "preFilter")
 
 
+def serves(s: dict, gang: str, sname: str) -> bool:
+    """Whether a found scheduler (an entry of the service's find_schedulers) takes the pods whose
+    schedulerName is ``sname``, for gang scheduler ``gang``: Volcano by the names it serves, the
+    Coscheduling schedulers by their gang profiles."""
+    if gang == "volcano":
+        return s["kind"] == "volcano" and sname in (s.get("scheduler_names") or [])
+    return sname in (s.get("gang_profiles") or [])
+
+
+def label(kind: str) -> str:
+    """A scheduler kind as messages name it."""
+    return SCHEDULERS.get(kind, {}).get("label", kind)
+
+
 def coscheduling_profiles(config_text: str) -> tuple[list[str], list[str]]:
     """(all profile names, names of profiles with Coscheduling enabled) of a KubeSchedulerConfiguration."""
     import yaml

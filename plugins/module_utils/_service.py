@@ -3,11 +3,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: reads and writes of the objects the modules work on, and the reads
 behind discovery of the gang schedulers and Kubeflow operators running in a cluster (the classifying
-is ``_discovery``'s). Raises, never fails a module. Not a public API."""
+is ``_discovery``'s), and the two RBAC reads as a ServiceAccount (a SubjectAccessReview; the rules bound
+to it elsewhere). Raises, never fails a module. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _discovery, _operators
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _discovery, _operators, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError, NotFound
 
 FIELD_MANAGER = "gangsched.kubeflow"
@@ -123,3 +124,49 @@ def find_schedulers(client, deployments: list[dict] | None = None) -> list[dict]
 def find_operators(client, deployments: list[dict] | None = None) -> list[dict]:
     """Kubeflow operators running as Deployments (``deployments``: the list already read, else listed here)."""
     return _discovery.operators(list_deployments(client) if deployments is None else deployments)
+
+
+def allowed(client, ns: str, sa: str, c: tuple[str, str, str], namespace: str | None = None) -> bool:
+    """SubjectAccessReview of one check as the ServiceAccount: cluster-wide, or in ``namespace``."""
+    user, groups = _rbac.sa_user(ns, sa)
+    verb, group, resource = c
+    res, _sep, sub = resource.partition("/")
+    attrs = {"verb": verb, "group": group, "resource": res}
+    if namespace:
+        attrs["namespace"] = namespace
+    if sub:
+        attrs["subresource"] = sub
+    review = client.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        body={
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": groups, "resourceAttributes": attrs},
+        },
+        what=f"SubjectAccessReview for {user}",
+    )
+    return bool((review.get("status") or {}).get("allowed"))
+
+
+def rules_bound_elsewhere(client, ns: str, sa: str, exclude_binding: str) -> list[dict]:
+    """Rules of every ClusterRole bound cluster-wide to the ServiceAccount (or its groups), except ours."""
+    user, groups = _rbac.sa_user(ns, sa)
+    out: list[dict] = []
+    for b in client.list("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", what="ClusterRoleBindings"):
+        if b["metadata"]["name"] == exclude_binding:
+            continue
+        for s in b.get("subjects") or []:
+            hit = (
+                (s.get("kind") == "ServiceAccount" and s.get("name") == sa and s.get("namespace") == ns)
+                or (s.get("kind") == "Group" and s.get("name") in groups)
+                or (s.get("kind") == "User" and s.get("name") == user)
+            )
+            if hit and b["roleRef"]["kind"] == "ClusterRole":
+                role = client.get_or_none(
+                    f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{b['roleRef']['name']}",
+                    what=f"ClusterRole {b['roleRef']['name']}",
+                )
+                out.extend((role or {}).get("rules") or [])
+                break
+    return out

@@ -20,11 +20,6 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 
-JOB_CRDS = {
-    "pytorchjob": ("pytorchjobs.kubeflow.org", "training-operator"),
-    "tfjob": ("tfjobs.kubeflow.org", "training-operator"),
-    "mpijob": ("mpijobs.kubeflow.org", "mpi-operator"),
-}
 # namespaces a smoke test does not run in unless allow_system_namespace (the schedulers' own namespaces
 # found in the cluster are added to these)
 SYSTEM_NAMESPACES = (
@@ -128,13 +123,6 @@ def check_report_dir(path: str | None, check_mode: bool) -> None:
         ) from None
 
 
-def serves(s: dict, gang: str, sname: str) -> bool:
-    """Whether scheduler entry ``s`` (from find_schedulers) takes pods with schedulerName ``sname``."""
-    if gang == "volcano":
-        return s["kind"] == "volcano" and sname in (s.get("scheduler_names") or [])
-    return sname in (s.get("gang_profiles") or [])
-
-
 def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     """CRDs, the scheduler, its namespace, and nodes and pods for the capacity maths (``exclude``:
     'ns/name' of pods that do not count, such as an earlier run's, about to be removed)."""
@@ -143,14 +131,16 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     if not _service.crd_established(_service.crd(client, crd_name)):
         raise GangError(f"CustomResourceDefinition {crd_name} is missing: install {gang.replace('_', '-')} first")
     wl = params["workload"]
-    if wl in JOB_CRDS:
-        name, op = JOB_CRDS[wl]
+    if wl in _workloads.JOB_CRDS:
+        name, op = _workloads.JOB_CRDS[wl]
         if not _service.crd_established(_service.crd(client, name)):
-            raise GangError(f"CustomResourceDefinition {name} is missing: install {op} first (workload={wl})")
+            raise GangError(
+                f"CustomResourceDefinition {name} is missing: install {op.replace('_', '-')} first (workload={wl})"
+            )
     schedulers = _service.find_schedulers(client)
     check_namespace(params, tuple(s["namespace"] for s in schedulers))
     sname = _schedulers.derive_scheduler_name(gang, params.get("scheduler_name"), schedulers)
-    running = [s for s in schedulers if s["ready"] and serves(s, gang, sname)]
+    running = [s for s in schedulers if s["ready"] and _schedulers.serves(s, gang, sname)]
     nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
     pods = client.scan(
         "/api/v1/pods",

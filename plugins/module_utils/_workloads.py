@@ -16,6 +16,12 @@ JOB_API = {"PyTorchJob": "kubeflow.org/v1", "TFJob": "kubeflow.org/v1", "MPIJob"
 PLURALS = {"Pod": "pods", "PodGroup": "podgroups", "PyTorchJob": "pytorchjobs", "TFJob": "tfjobs", "MPIJob": "mpijobs"}
 # (kind, apiVersion) of everything a smoke run may create: jobs before their PodGroups and pods, so
 # an operator does not recreate what was just deleted
+# the smoke test's job workloads -> the CRD that must be Established, the operator that serves it
+JOB_CRDS = {
+    "pytorchjob": ("pytorchjobs.kubeflow.org", "training_operator"),
+    "tfjob": ("tfjobs.kubeflow.org", "training_operator"),
+    "mpijob": ("mpijobs.kubeflow.org", "mpi_operator"),
+}
 RUN_KINDS = (
     *JOB_API.items(),
     *(("PodGroup", _podgroups.api_version(gang)) for gang in _podgroups.GANG_SCHEDULERS),

@@ -268,7 +268,7 @@ def test_least_privilege_audit(lab):
     """After site.yml: every ServiceAccount of the installed components is bound to no wildcard rule and
     to none of NEVER (SubjectAccessReview); the collection's own ClusterRoles hold exactly their table's
     rules, and each of those is allowed."""
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac, _service
     from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import Client
 
     api = kube.api(lab)
@@ -305,7 +305,7 @@ def test_least_privilege_audit(lab):
         for check in NEVER:
             if check[2] == "secrets" and (ns, sa) in SECRETS_NEEDED:
                 continue
-            if _rbac.allowed(client, ns, sa, check):
+            if _service.allowed(client, ns, sa, check):
                 findings.append(f"{ns}/{sa} may {' '.join(check)}")
     # gang_rbac's ClusterRoles: gangsched.kubeflow:<component>:<namespace>:<serviceaccount>
     ours = [
@@ -327,7 +327,7 @@ def test_least_privilege_audit(lab):
                         if not _rbac.covers(table, v, g, res):
                             findings.append(f"ClusterRole {role.metadata.name}: {v} {g}/{res} is outside its table")
         for check in _rbac.checks(table):
-            if not _rbac.allowed(client, ns, sa, check):
+            if not _service.allowed(client, ns, sa, check):
                 findings.append(f"{ns}/{sa} lacks {' '.join(check)} from its table")
     assert findings == [], "\n".join(findings)
 

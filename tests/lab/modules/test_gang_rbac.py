@@ -89,6 +89,12 @@ def test_forbidden_operator_starts_working_after_gang_rbac(volcano, api, namespa
         assert res["changed"] is True
         assert "create scheduling.volcano.sh/podgroups" in res["missing_before"], res
         assert res["missing_after"] == []
+        # training-operator v1.8.1 does not retry a job whose PodGroup read was refused (it logs "PodGroup
+        # unschedulable" and returns without requeueing), so the job waits for its next event; what a user
+        # does after fixing rights (resubmit, or any change to the job) is that event
+        co.patch_namespaced_custom_object(
+            "kubeflow.org", "v1", namespace, "pytorchjobs", "pj", {"metadata": {"annotations": {"rights": "granted"}}}
+        )
         pg = kube.wait_for(
             lambda: next(
                 iter(

@@ -253,3 +253,19 @@ def test_a_server_that_accepts_and_never_answers_fails_within_api_timeout():
         srv.close()
     assert took < 6, took
     assert host in e.value.msg and ("within 2s" in e.value.msg) and "api_timeout" in e.value.msg, e.value.msg
+
+
+def test_an_empty_context_is_no_context(tmp_path):
+    """ansible-core 2.16 renders a role default of none inside module_defaults as "": that is no
+    context at all (the kubeconfig's current one), not a context named "" that does not exist."""
+    path = tmp_path / "config"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: lab\n"
+        "clusters: [{name: lab, cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}}]\n"
+        "contexts: [{name: lab, context: {cluster: lab, user: lab}}]\n"
+        "users: [{name: lab, user: {token: x}}]\n"
+    )
+    with pytest.raises(GangError) as e:
+        _client.Client.from_params({"kubeconfig": str(path), "context": "", "api_timeout": 2})
+    assert "Failed to reach the Kubernetes API" in e.value.msg, e.value.msg
+    assert "client configuration" not in e.value.msg

@@ -74,6 +74,24 @@ def test_operator_rules_name_the_right_podgroup_group():
     assert ("update", "scheduling.x-k8s.io", "podgroups/status") in sched
 
 
+def test_default_scheduler_gets_coscheduling_rights_from_the_second_schedulers_table():
+    """One source: the default kube-scheduler's Coscheduling rights are the PodGroup rules of the
+    scheduler-plugins scheduler, bound to User system:kube-scheduler, nothing else."""
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _gang_rbac
+
+    role, binding = _gang_rbac.kube_scheduler_objects("gangsched.kubeflow:kube-scheduler:coscheduling")
+    second = _rbac.required_rules("scheduler_plugins_scheduler", "scheduler_plugins")
+    assert role["rules"] == [r for r in second if r["apiGroups"] == ["scheduling.x-k8s.io"]]
+    assert {c[1] for c in _rbac.checks(role["rules"])} == {"scheduling.x-k8s.io"}
+    for c in [("list", "scheduling.x-k8s.io", "podgroups"), ("update", "scheduling.x-k8s.io", "podgroups/status")]:
+        assert _rbac.covers(role["rules"], *c), c
+    assert role["metadata"]["name"] == binding["metadata"]["name"] == binding["roleRef"]["name"]
+    assert binding["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}
+    ]
+    assert role["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gangsched.kubeflow"
+
+
 def test_rule_coverage_and_diff():
     have = [{"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ["get", "list"]}]
     need = _rbac.checks(_rbac.required_rules("training_operator", "volcano"))
