@@ -156,6 +156,16 @@ UNITS: tuple[Unit, ...] = (
         binaries=(Binary("mpi-operator", "github.com/kubeflow/mpi-operator/cmd/mpi-operator"),),
         artifacts=(("github.com/kubeflow/mpi-operator:manifests/base", "manifests"),),
     ),
+    # koord-scheduler alone (the lab runs no other Koordinator component); the CRDs it needs even with
+    # a gang-only profile (podgroups.scheduling.sigs.k8s.io, reservations and devices of
+    # scheduling.koordinator.sh) are among config/crd/bases
+    Unit(
+        name="koordinator",
+        module="github.com/koordinator-sh/koordinator",
+        version=V.KOORDINATOR,
+        binaries=(Binary("koord-scheduler", "github.com/koordinator-sh/koordinator/cmd/koord-scheduler"),),
+        artifacts=(("github.com/koordinator-sh/koordinator:config/crd/bases", "crds"),),
+    ),
     Unit(
         name="helm",
         module="helm.sh/helm/v3",

@@ -14,6 +14,11 @@ TRAINING_OPERATOR = "v1.8.1"
 MPI_OPERATOR = "v0.6.0"
 HELM = "v3.18.6"
 NVIDIA_DEVICE_PLUGIN = "v0.17.3"
+# koord-scheduler. Not v1.7.0: its Coscheduling preBind writes an invalid label value
+# (``.../bind-gang-group-id=<ns>/<name>``), so no gang member is ever bound (v1.7.1 and v1.7.2 are
+# refused by the Go module proxy). Not v1.8.0: it needs resource.k8s.io/v1 (Kubernetes >= 1.34) and
+# waits forever on this 1.33 lab.
+KOORDINATOR = "v1.6.1"
 
 # Upstream image repositories (path without registry host; any tag or digest) whose pods the lab's
 # pod-process runner runs as real processes, and the lab binary each one maps to.
@@ -26,6 +31,7 @@ IMAGES = {
     "volcanosh/vc-webhook-manager": "vc-webhook-manager",
     "kubeflow/training-operator": "training-operator",
     "mpioperator/mpi-operator": "mpi-operator",
+    "koordinator-sh/koord-scheduler": "koord-scheduler",
 }
 
 # Shell scripts some of those images run instead of their binary (a chart's hook Job), each done by

@@ -1,0 +1,134 @@
+"""koord-scheduler (Koordinator) as a second scheduler, installed as a user would (its CRDs from the
+built module, our own RBAC, a KubeSchedulerConfiguration in a ConfigMap, a Deployment of its image)
+and run by the pod-process runner under its own ServiceAccount.
+
+Gangs by the seed-003 labels alone (``pod-group.scheduling.sigs.k8s.io/name`` and ``.../min-available``),
+no PodGroup object: 5 pods x 1 GPU with min-available 5 on 4 x 1-GPU nodes are held, none ever bound
+(checked on every watch event), until a fifth GPU node comes, then all 5 run; with min-available 1 the
+same pods end 4 Running, 1 Pending. RBAC never refuses koord-scheduler a call.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k
+
+from lab import build, kube, nodes, scenarios
+
+NS = scenarios.KOORD_NS
+USER = f"system:serviceaccount:{NS}:{scenarios.KOORD_NAME}"
+# after koord-scheduler has tried and refused every pod of the gang: long enough for its retries
+HOLD = 5.0
+
+
+@pytest.fixture(scope="module")
+def koord(lab):
+    scenarios.install_koord_scheduler(lab)
+    return lab
+
+
+@pytest.fixture(scope="module")
+def ns(koord, core):
+    """One namespace for this file's pods, each test deleting its own: deleting a namespace takes the
+    namespace controller about 5 s, and koord-scheduler's calls into a terminating one are refused."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    kube.ensure_namespace(core, name)
+    yield name
+    core.delete_namespace(name)
+
+
+def _delete_pods(core, ns: str, selector: str) -> None:
+    core.delete_collection_namespaced_pod(ns, label_selector=selector, grace_period_seconds=0)
+    kube.wait_for(lambda: not core.list_namespaced_pod(ns, label_selector=selector).items, 30, f"pods {selector} gone")
+
+
+def _podgroups(api, ns: str) -> list[str]:
+    items = k.CustomObjectsApi(api).list_namespaced_custom_object("scheduling.sigs.k8s.io", "v1alpha1", ns, "podgroups")
+    return [i["metadata"]["name"] for i in items["items"]]
+
+
+def _refused(core, ns: str, selector: str) -> int:
+    """Pods the scheduler has tried and left unscheduled (condition PodScheduled False)."""
+    return sum(
+        any(c.type == "PodScheduled" and c.status == "False" for c in p.status.conditions or [])
+        for p in core.list_namespaced_pod(ns, label_selector=selector).items
+    )
+
+
+_ADDRS = {"0100007F": "127.0.0.1", "00000000": "0.0.0.0", "0" * 32: "::"}
+
+
+def _listening(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of the TCP sockets listening in the network namespace of process ``pid``."""
+    out = set()
+    for name in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{name}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # LISTEN
+                addr, port = fields[1].split(":")
+                out.add((_ADDRS.get(addr, addr), int(port, 16)))
+    return out
+
+
+def test_koord_scheduler_runs_its_build_with_loopback_insecure_port(koord):
+    pidfile = next(iter(sorted(koord.pods.glob(f"{NS}_{scenarios.KOORD_NAME}-*/{scenarios.KOORD_NAME}.pid"))), None)
+    assert pidfile is not None, list(koord.pods.glob("*"))
+    log = pidfile.with_suffix(".log").read_text(errors="replace")
+    start = [line for line in log.splitlines() if line.startswith("=== ") and " start #" in line][-1]
+    argv = start.split(": ", 1)[1].split()
+    assert argv[0] == str(build.binary_path("koord-scheduler")), start
+    assert "--config=/config/koord-scheduler.config" in argv, start
+    # the deprecated insecure port obeys --address even with --config (its --help says otherwise)
+    listening = _listening(int(pidfile.read_text()))
+    assert ("127.0.0.1", 10251) in listening, listening
+    assert not {a for a, p in listening if p == 10251} - {"127.0.0.1"}, listening
+
+
+def test_seed003_gang_waits_for_the_fifth_gpu_then_all_run(koord, api, core, ns, added_nodes):
+    try:
+        with kube.PodWatcher(koord, ns, "app=gang") as w:
+            kube.apply(koord, scenarios.koord_gang(ns, "gang", 5, min_available=5))
+            kube.wait_for(lambda: _refused(core, ns, "app=gang") == 5, 30, "koord-scheduler to refuse all 5 pods")
+            time.sleep(HOLD)
+            s = w.snapshot()
+            assert s.ever_bound() == set(), f"pods bound while the gang could not fit: {s.events}"
+            assert len(s.pending()) == 5, s.latest
+            # the labels alone make the gang: koord-scheduler creates no PodGroup object for it
+            assert _podgroups(api, ns) == []
+            added = nodes.add(api, gpus=1)
+            added_nodes.append(added)
+            nodes.wait_ready(api, names=[added])
+            kube.wait_for(lambda: len(w.snapshot().running()) == 5, 30, "all 5 gang pods Running after a fifth GPU")
+        assert _podgroups(api, ns) == []
+    finally:
+        _delete_pods(core, ns, "app=gang")
+
+
+def test_min_available_1_starts_4_of_5(koord, core, ns):
+    try:
+        with kube.PodWatcher(koord, ns, "app=loose") as w:
+            kube.apply(koord, scenarios.koord_gang(ns, "loose", 5, min_available=1))
+            kube.wait_for(lambda: len(w.snapshot().running()) == 4, 30, "4 pods Running")
+            kube.wait_for(lambda: _refused(core, ns, "app=loose") == 1, 30, "the fifth pod refused")
+            time.sleep(2)
+            s = w.snapshot()
+        assert len(s.running()) == 4, s.latest
+        assert len(s.pending()) == 1, s.latest
+        assert len(s.ever_bound()) == 4, s.events
+    finally:
+        _delete_pods(core, ns, "app=loose")
+
+
+def test_no_call_of_koord_scheduler_is_refused(koord):
+    """Runs after the tests above: covers every call koord-scheduler made for them."""
+    events = koord.audit_events(user=USER)
+    seen = {(e["verb"], e["objectRef"].get("resource")) for e in events if e.get("objectRef")}
+    # its own token, not the lab's admin: the informers of its CRDs and the core ones list as this user
+    for resource in ("pods", "nodes", "podgroups", "reservations", "devices"):
+        assert ("list", resource) in seen, sorted(seen)
+    denied = koord.audit_events(user=USER, code=403)
+    assert denied == [], [(e["verb"], e["requestURI"], e["responseStatus"].get("message")) for e in denied]
