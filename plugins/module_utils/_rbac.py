@@ -11,7 +11,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions imp
 
 RW = ["create", "get", "list", "watch", "update", "patch", "delete"]
 RO = ["get", "list", "watch"]
-VC, SP = _podgroups.group("volcano"), _podgroups.group("scheduler_plugins")  # the PodGroups' API groups
+VC, SP, KOORD = (_podgroups.group(s) for s in ("volcano", "scheduler_plugins", "koordinator"))  # PodGroup groups
 
 # component -> (default namespace, default ServiceAccount, schedulers it may be used with)
 COMPONENTS = {
@@ -21,6 +21,7 @@ COMPONENTS = {
     "volcano_controllers": ("volcano-system", "volcano-controllers", ("volcano",)),
     "scheduler_plugins_scheduler": ("scheduler-plugins", "scheduler-plugins-scheduler", ("scheduler_plugins",)),
     "scheduler_plugins_controller": ("scheduler-plugins", "scheduler-plugins-controller", ("scheduler_plugins",)),
+    "koord_scheduler": ("koordinator-system", "koord-scheduler", ("koordinator",)),
 }
 
 
@@ -111,6 +112,14 @@ RULES: dict[tuple[str, str], list[dict]] = {
         _r("", ["pods"], RO),
         _r("", ["events"], ["create", "patch", "update"]),
         _r("coordination.k8s.io", ["leases"], ["create", "get", "list", "watch", "update"]),
+    ],
+    # koord-scheduler with a gang-only profile, on top of system:kube-scheduler, system:volume-scheduler and
+    # extension-apiserver-authentication-reader (its install binds those): the informers of the three CRDs
+    # it needs at start, and the status patch its PodGroup controller makes (checked on the lab: every
+    # call its ServiceAccount made, 0 denials)
+    ("koord_scheduler", "koordinator"): [
+        _r(KOORD, ["podgroups"], RO + ["patch"]),
+        _r("scheduling.koordinator.sh", ["reservations", "devices"], RO),
     ],
 }
 

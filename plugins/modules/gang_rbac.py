@@ -39,12 +39,12 @@ options:
     description: The component whose ServiceAccount gets the rights.
     type: str
     required: true
-    choices: [training_operator, mpi_operator, volcano_scheduler, volcano_controllers, scheduler_plugins_scheduler, scheduler_plugins_controller]
+    choices: [training_operator, mpi_operator, volcano_scheduler, volcano_controllers, scheduler_plugins_scheduler, scheduler_plugins_controller, koord_scheduler]
   gang_scheduler:
     description:
       - The gang scheduler in use. Required for the operators; the schedulers' own components imply it.
     type: str
-    choices: [volcano, scheduler_plugins]
+    choices: [volcano, scheduler_plugins, koordinator]
   service_account:
     description:
       - The ServiceAccount the component's pods run as. Defaults per component (for example C(kubeflow/training-operator)).
@@ -171,7 +171,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._rbac import CO
 def argument_spec() -> dict:
     return with_auth(
         component=dict(type="str", required=True, choices=list(COMPONENTS)),
-        gang_scheduler=dict(type="str", choices=["volcano", "scheduler_plugins"]),
+        gang_scheduler=dict(type="str", choices=["volcano", "scheduler_plugins", "koordinator"]),
         service_account=dict(type="dict", options=dict(namespace=dict(type="str"), name=dict(type="str"))),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         extra_rules=dict(type="list", elements="dict", default=[]),
