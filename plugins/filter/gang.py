@@ -12,7 +12,14 @@ import os
 import re
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _flags, _gang_rbac, _operators, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _capacity,
+    _flags,
+    _gang_rbac,
+    _operators,
+    _rbac,
+    _workloads,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 
 CONFIG_VOLUME = "gangsched-scheduler-config"
@@ -54,6 +61,18 @@ def kube_scheduler_rbac_objects(name: str):
     if not isinstance(name, str) or not name:
         raise AnsibleFilterError(f"kube_scheduler_rbac_objects needs the objects' name, got {name!r}")
     return list(_gang_rbac.kube_scheduler_objects(name))
+
+
+def label_gang(doc, scheduler_name: str = "koord-scheduler", min_available=None, name: str | None = None):
+    """A Pod or Kubeflow job whose pods form a label gang (seed 003, Koordinator)."""
+    if not isinstance(scheduler_name, str) or not scheduler_name:
+        raise AnsibleFilterError(f"label_gang: scheduler_name must be a scheduler name, got {scheduler_name!r}")
+    if isinstance(min_available, str) and min_available.isdigit():
+        min_available = int(min_available)
+    try:
+        return _workloads.label_gang(doc, scheduler_name, min_available, name)
+    except ValueError as e:
+        raise AnsibleFilterError(f"label_gang: {e}") from None
 
 
 def operator_gang_patch(
@@ -240,6 +259,7 @@ class FilterModule:
         return {
             "manifest_filename": manifest_filename,
             "gang_rbac_objects": gang_rbac_objects,
+            "label_gang": label_gang,
             "kube_scheduler_rbac_objects": kube_scheduler_rbac_objects,
             "operator_gang_patch": operator_gang_patch,
             "coscheduling_static_pod": coscheduling_static_pod,

@@ -26,7 +26,7 @@ def describe_scheduler(schedulers: list[dict], gang: str, sname: str) -> str:
     mine = [s for s in schedulers if _schedulers.serves(s, gang, sname)]
     if mine:
         return f"scheduler {sname!r} ({', '.join(_where(s) for s in mine)})"
-    kind = "volcano" if gang == "volcano" else "scheduler_plugins"
+    kind = gang if gang in ("volcano", "koordinator") else "scheduler_plugins"
     others = [s for s in schedulers if s["kind"] == kind]
     if others:
         found = "; ".join(

@@ -157,6 +157,7 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
         )
 
     running_names = {n for s in schedulers if s["ready"] for n in s["gang_profiles"]}
+    koord_profiles = {n for s in schedulers if s["kind"] == "koordinator" for n in s["gang_profiles"]}
     sp_profiles = sorted({n for s in schedulers if s["kind"] == "scheduler_plugins" for n in s["gang_profiles"]})
     for o in ops:
         v, obj = o["gang_value"], f"Deployment {o['deployment']}"
@@ -167,6 +168,17 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
                 "run gangsched.kubeflow.operator_gang to collapse it to one",
             )
         if not v or o["operator"] == "tf_operator":
+            continue
+        if v in koord_profiles:
+            add(
+                obj,
+                f"--{o['gang_flag']}={v} points the operator's gangs at koord-scheduler, which ignores the PodGroups "
+                "the operator creates: a job that does not fit starts partially (some pods Running, the rest "
+                "Pending, GPUs held)",
+                "remove the flag (gangsched.kubeflow.operator_gang with gang_scheduler=none) and gang the jobs by the "
+                f"labels pod-group.scheduling.sigs.k8s.io/name and /min-available with schedulerName {v} "
+                "(filter gangsched.kubeflow.label_gang)",
+            )
             continue
         gang = "volcano" if v == "volcano" else "scheduler_plugins"
         crd = _podgroups.crd_name(gang)

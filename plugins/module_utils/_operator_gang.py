@@ -48,6 +48,9 @@ def _surgery(op_spec: dict, container: dict, value: str | None, dep: dict, what:
 
 def validate(params: dict) -> None:
     """Every option checked before the first API call, so a bad one changes nothing."""
+    if params.get("gang_scheduler") == "koordinator":
+        op = _operators.OPERATORS.get(params.get("operator"), {}).get("label")
+        raise GangError(_schedulers.koordinator_refusal(params.get("scheduler_name") or "koord-scheduler", op))
     if params.get("operator") == "tf_operator" and params.get("gang_scheduler") == "scheduler_plugins":
         raise GangError(
             "tf_operator's legacy --enable-gang-scheduling works only with kube-batch/Volcano PodGroups; "
@@ -145,13 +148,15 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
         # gang_scheduler=original only puts back what this module recorded when it first changed the container
         check_container(op, container, params, f"{what} container {container['name']}")
     if gang not in ("none", "original"):
+        schedulers = _service.find_schedulers(client)
+        # before the CRD check: a name koord-scheduler serves is refused whatever else is installed
+        _schedulers.refuse_koordinator(params.get("scheduler_name"), schedulers, spec["label"])
         crd_name = _podgroups.crd_name(gang)
         if not _service.crd_established(_service.crd(client, crd_name)):
             raise GangError(
                 f"CustomResourceDefinition {crd_name} is missing or not Established: {spec['label']} exits at start "
                 f"without it. Install {gang.replace('_', '-')} (with its CRDs) first"
             )
-        schedulers = _service.find_schedulers(client)
         scheduler_name = _schedulers.derive_scheduler_name(
             gang, params.get("scheduler_name"), schedulers, spec["label"]
         )

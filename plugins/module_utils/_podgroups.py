@@ -40,8 +40,11 @@ PODGROUPS = {
     },
 }
 
-# the schedulers whose PodGroups the modules create, check and grant rights on (gang_scheduler's choices)
+# the schedulers whose PodGroups the modules create, check and grant rights on
 GANG_SCHEDULERS = ("volcano", "scheduler_plugins")
+# the schedulers whose gangs are formed by labels on the pods, with no PodGroup object (seed 003's
+# labels, honoured by koord-scheduler; _workloads.label_gang)
+LABEL_GANG_SCHEDULERS = ("koordinator",)
 
 
 def crd_name(scheduler: str) -> str:

@@ -63,6 +63,8 @@ def serves(s: dict, gang: str, sname: str) -> bool:
     Coscheduling schedulers by their gang profiles."""
     if gang == "volcano":
         return s["kind"] == "volcano" and sname in (s.get("scheduler_names") or [])
+    if gang == "koordinator" or s["kind"] == "koordinator":  # gangs by labels; the operators' PodGroups are not its
+        return gang == s["kind"] and sname in (s.get("gang_profiles") or [])
     return sname in (s.get("gang_profiles") or [])
 
 
@@ -116,11 +118,55 @@ def mode(kind: str, scheduler_names: list[str]) -> str:
     return "second"
 
 
+def koordinator_refusal(sname: str, operator_label: str | None = None) -> str:
+    """Why an operator's gang flag must not name koord-scheduler, and the route that works."""
+    who = operator_label or "A Kubeflow operator"
+    return (
+        f"{who}'s gang flag cannot point at koord-scheduler ({sname!r}): the operator would create "
+        "scheduling.x-k8s.io or scheduling.volcano.sh PodGroups, which koord-scheduler ignores, so a job that does "
+        "not fit starts partially (some pods Running, the rest Pending, GPUs held). Koordinator forms a gang from the "
+        "labels pod-group.scheduling.sigs.k8s.io/name and pod-group.scheduling.sigs.k8s.io/min-available on each "
+        f"replica's pod template with schedulerName {sname!r}: add them with the gangsched.kubeflow.label_gang filter "
+        "and leave the operator's gang flag unset (gang_scheduler=none)"
+    )
+
+
+def _derive_profile(kind: str, given: str | None, served: list[str], schedulers: list[dict]) -> str:
+    """A Coscheduling profile of a ``kind`` scheduler: ``given`` when one serves it, else the only one."""
+    name = label(kind)
+    if given:
+        if served and given not in served:
+            raise GangError(
+                f"No {name} profile {given!r} with Coscheduling runs (found: {', '.join(served)}); set scheduler_name "
+                "to one of them"
+            )
+        if not any(s["kind"] == kind for s in schedulers):
+            raise GangError(f"No {name} serves {given!r}: none is deployed. Install it first")
+        return given
+    if len(served) == 1:
+        return served[0]
+    if not served:
+        raise GangError(f"Cannot determine the {name} scheduler name: none with a Coscheduling profile was found")
+    raise GangError(f"Several {name} Coscheduling profiles run ({', '.join(served)}); set scheduler_name")
+
+
+def refuse_koordinator(given: str | None, schedulers: list[dict], operator_label: str | None = None) -> None:
+    """Raises when an operator's gang flag would name a profile a running koord-scheduler serves."""
+    koord = {n for s in schedulers if s["kind"] == "koordinator" for n in s.get("gang_profiles") or []}
+    if given and given in koord:
+        raise GangError(koordinator_refusal(given, operator_label))
+
+
 def derive_scheduler_name(
     gang_scheduler: str, given: str | None, schedulers: list[dict], operator_label: str | None = None
 ) -> str:
     """The scheduler name gangs for ``gang_scheduler`` name (the value an operator's gang flag must
     carry), from ``given`` and the schedulers found; ``operator_label`` names the operator in messages."""
+    koord = sorted({n for s in schedulers if s["kind"] == "koordinator" for n in s.get("gang_profiles") or []})
+    if operator_label and (gang_scheduler == "koordinator" or (given and given in koord)):
+        raise GangError(koordinator_refusal(given or (koord[0] if koord else "koord-scheduler"), operator_label))
+    if gang_scheduler == "koordinator":
+        return _derive_profile("koordinator", given, koord, schedulers)
     if gang_scheduler == "volcano":
         if given not in (None, "volcano"):
             who = f"{operator_label} treats" if operator_label else "the Kubeflow operators treat"

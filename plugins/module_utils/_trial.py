@@ -138,7 +138,7 @@ class Trial:
         w = Watcher(self.client, f"/api/v1/namespaces/{self.ns}/pods", f"Pods in {self.ns}", labelSelector=selector)
         deadline = t0 + timeout
         pg_path = None
-        if job is not None:
+        if job is not None and self.params["gang_scheduler"] not in _podgroups.LABEL_GANG_SCHEDULERS:
             group, version = _podgroups.api(self.params["gang_scheduler"])
             pg_path = f"/apis/{group}/{version}/namespaces/{self.ns}/podgroups/{job['metadata']['name']}"
         while self.clock() < deadline:
@@ -221,7 +221,9 @@ class Trial:
                 self.ns, name, self.run_id, params["replicas"], resources, params["gang_scheduler"], self.sname
             )
         else:
-            docs, selector = _workloads.kubeflow_job(wl, self.ns, name, self.run_id, params["replicas"], resources)
+            docs, selector = _workloads.kubeflow_job(
+                wl, self.ns, name, self.run_id, params["replicas"], resources, params["gang_scheduler"], self.sname
+            )
             job = docs[0]
         gang = _verdict.Gang(size=params["replicas"], skew_seconds=params["skew_seconds"])
         t0 = time.monotonic()

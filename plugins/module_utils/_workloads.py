@@ -14,19 +14,68 @@ IMAGE = "registry.k8s.io/pause:3.10"
 
 JOB_API = {"PyTorchJob": "kubeflow.org/v1", "TFJob": "kubeflow.org/v1", "MPIJob": "kubeflow.org/v2beta1"}
 PLURALS = {"Pod": "pods", "PodGroup": "podgroups", "PyTorchJob": "pytorchjobs", "TFJob": "tfjobs", "MPIJob": "mpijobs"}
-# (kind, apiVersion) of everything a smoke run may create: jobs before their PodGroups and pods, so
-# an operator does not recreate what was just deleted
 # the smoke test's job workloads -> the CRD that must be Established, the operator that serves it
 JOB_CRDS = {
     "pytorchjob": ("pytorchjobs.kubeflow.org", "training_operator"),
     "tfjob": ("tfjobs.kubeflow.org", "training_operator"),
     "mpijob": ("mpijobs.kubeflow.org", "mpi_operator"),
 }
+# (kind, apiVersion) of everything a smoke run may create: jobs before their PodGroups and pods, so
+# an operator does not recreate what was just deleted
 RUN_KINDS = (
     *JOB_API.items(),
     *(("PodGroup", _podgroups.api_version(gang)) for gang in _podgroups.GANG_SCHEDULERS),
     ("Pod", "v1"),
 )
+
+
+# Koordinator's gang labels (seed 003): a pod joins the gang ``name`` of at least ``min-available``
+# members by these two labels and koord-scheduler's schedulerName; no PodGroup object is involved
+LABEL_GANG_NAME = "pod-group.scheduling.sigs.k8s.io/name"
+LABEL_GANG_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
+# where a job kind keeps its replicas' pod templates
+REPLICA_SPECS = {
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "TFJob": "tfReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+    "JAXJob": "jaxReplicaSpecs",
+}
+# MPIJob's launcher is not a member: it starts once the workers run
+NOT_MEMBERS = {"MPIJob": ("Launcher",)}
+
+
+def label_gang(doc: dict, scheduler_name: str, min_available: int | None = None, name: str | None = None) -> dict:
+    """A copy of a Pod or a Kubeflow job whose pods form a label gang: the two labels and
+    ``scheduler_name`` on the pod, or on every member replica's pod template. The gang is named after
+    the object unless ``name`` is given; ``min_available`` defaults to the job's member pods (1 for a Pod).
+    Raises ValueError naming what is wrong."""
+    import copy
+
+    if not isinstance(doc, dict) or not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
+        raise ValueError("needs a Pod or a Kubeflow job with kind and metadata.name")
+    out = copy.deepcopy(doc)
+    kind = out["kind"]
+    gang = name or out["metadata"]["name"]
+    if kind == "Pod":
+        templates, members = [out], 1
+    elif kind in REPLICA_SPECS:
+        specs = (out.get("spec") or {}).get(REPLICA_SPECS[kind]) or {}
+        chosen = {r: s for r, s in specs.items() if r not in NOT_MEMBERS.get(kind, ())}
+        if not chosen:
+            raise ValueError(f"{kind} {gang} has no spec.{REPLICA_SPECS[kind]} with a member replica")
+        templates = [s.setdefault("template", {}) for s in chosen.values()]
+        members = sum(int(s.get("replicas", 1)) for s in chosen.values())
+    else:
+        raise ValueError(f"kind {kind} is not a Pod or a Kubeflow job ({', '.join(REPLICA_SPECS)})")
+    want = members if min_available is None else min_available
+    if not isinstance(want, int) or isinstance(want, bool) or want < 1:
+        raise ValueError(f"min_available must be a whole number of at least 1, got {want!r}")
+    for t in templates:
+        t.setdefault("metadata", {}).setdefault("labels", {}).update({LABEL_GANG_NAME: gang, LABEL_GANG_MIN: str(want)})
+        t.setdefault("spec", {})["schedulerName"] = scheduler_name
+    return out
 
 
 def _container(name: str, resources: dict) -> dict:
@@ -41,7 +90,9 @@ def pods(ns: str, name: str, run_id: str, replicas: int, resources: dict, gang: 
     """``gang`` None: plain pods for the default scheduler (the no-gang control)."""
     labels = {RUN_LABEL: run_id, "gangsched.kubeflow/gang": name}
     docs, annotations, pod_labels = [], {}, dict(labels)
-    if gang:
+    if gang in _podgroups.LABEL_GANG_SCHEDULERS:
+        pod_labels.update({LABEL_GANG_NAME: name, LABEL_GANG_MIN: str(replicas)})
+    elif gang:
         spec = {"minMember": replicas}
         if gang == "volcano":
             spec["queue"] = "default"
@@ -82,9 +133,26 @@ def _replica(n: int, container: str, resources: dict, labels: dict, restart: str
     }
 
 
-def kubeflow_job(kind: str, ns: str, name: str, run_id: str, replicas: int, resources: dict):
+def kubeflow_job(
+    kind: str,
+    ns: str,
+    name: str,
+    run_id: str,
+    replicas: int,
+    resources: dict,
+    gang: str | None = None,
+    scheduler_name: str | None = None,
+):
     """A PyTorchJob (1 Master + N-1 Workers), TFJob (1 PS + N-1 Workers) or MPIJob (N workers, the
-    launcher not counted) whose gang is ``replicas`` pods."""
+    launcher not counted) whose gang is ``replicas`` pods: through the operator's gang flag, or for a
+    label-gang scheduler (``gang``) by the labels on its member templates."""
+    docs, selector = _kubeflow_job(kind, ns, name, run_id, replicas, resources)
+    if gang in _podgroups.LABEL_GANG_SCHEDULERS:
+        docs = [label_gang(docs[0], scheduler_name, replicas, name)]
+    return docs, selector
+
+
+def _kubeflow_job(kind: str, ns: str, name: str, run_id: str, replicas: int, resources: dict):
     labels = {RUN_LABEL: run_id, "gangsched.kubeflow/gang": name}
     policy = {"schedulingPolicy": {"minAvailable": replicas}}
     if kind == "pytorchjob":

@@ -72,14 +72,21 @@ options:
     default: present
     choices: [present, absent]
   gang_scheduler:
-    description: The gang scheduler to test. Required with O(state=present).
+    description:
+      - The gang scheduler to test. Required with O(state=present).
+      - V(koordinator) tests Koordinator's koord-scheduler the seed-003 way, by labels and no PodGroup object: the
+        pods (or every member replica's pod template of a job) carry C(pod-group.scheduling.sigs.k8s.io/name),
+        C(pod-group.scheduling.sigs.k8s.io/min-available) and the scheduler name (filter
+        P(gangsched.kubeflow.label_gang#filter)); a job's operator must run without a gang flag.
     type: str
-    choices: [volcano, scheduler_plugins]
+    choices: [volcano, scheduler_plugins, koordinator]
   scheduler_name:
-    description: The scheduler-plugins profile name; derived from the running scheduler when not set.
+    description: The scheduler-plugins or koord-scheduler profile name; derived from the running scheduler when not set.
     type: str
   workload:
-    description: What to run. The Kubeflow jobs need the operator installed with its gang flag.
+    description:
+      - What to run. The Kubeflow jobs need the operator installed with its gang flag (with
+        O(gang_scheduler=koordinator), without one).
     type: str
     default: pods
     choices: [pods, pytorchjob, tfjob, mpijob]
@@ -300,7 +307,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke import r
 def argument_spec() -> dict:
     return with_auth(
         state=dict(type="str", default="present", choices=["present", "absent"]),
-        gang_scheduler=dict(type="str", choices=["volcano", "scheduler_plugins"]),
+        gang_scheduler=dict(type="str", choices=["volcano", "scheduler_plugins", "koordinator"]),
         scheduler_name=dict(type="str"),
         workload=dict(type="str", default="pods", choices=["pods", "pytorchjob", "tfjob", "mpijob"]),
         replicas=dict(type="int", default=2),

@@ -55,13 +55,17 @@ options:
     description:
       - The gang scheduler the operator should create PodGroups for.
       - V(none) removes the flag.
+      - V(koordinator), or a O(scheduler_name) that a running koord-scheduler serves, is refused before any change:
+        the operators' PodGroups are of kinds koord-scheduler ignores, so a job would start partially. Koordinator
+        gangs are formed by labels on the pod templates (filter P(gangsched.kubeflow.label_gang#filter)), with no
+        operator flag.
       - V(original) puts back the container's command and args as they were before this module first
         changed them (recorded then in the Deployment annotation C(gangsched.kubeflow/original-argv)) and
         drops the record; with nothing recorded, or no such Deployment (an uninstall where the operator
         never ran), it changes nothing and warns.
     type: str
     required: true
-    choices: [volcano, scheduler_plugins, none, original]
+    choices: [volcano, scheduler_plugins, koordinator, none, original]
   scheduler_name:
     description:
       - The flag's value. Derived when not set (see description); must be V(volcano) or unset for Volcano.
@@ -198,7 +202,9 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang 
 def argument_spec() -> dict:
     return with_auth(
         operator=dict(type="str", required=True, choices=["training_operator", "mpi_operator", "tf_operator"]),
-        gang_scheduler=dict(type="str", required=True, choices=["volcano", "scheduler_plugins", "none", "original"]),
+        gang_scheduler=dict(
+            type="str", required=True, choices=["volcano", "scheduler_plugins", "koordinator", "none", "original"]
+        ),
         scheduler_name=dict(type="str"),
         namespace=dict(type="str"),
         name=dict(type="str"),

@@ -116,3 +116,13 @@ def test_mpijob_clash(operator, argv, crd, serves, clash):
     assert (msg is not None) is clash
     if clash:
         assert "Add --enable-scheme for each job kind except mpijob" in msg
+
+
+def test_operator_gang_refuses_koordinator_before_any_call():
+    """gang_scheduler=koordinator would make PodGroups koord-scheduler ignores; no client is touched."""
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operator_gang
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+
+    with pytest.raises(GangError) as e:
+        _operator_gang.run(None, {"operator": "training_operator", "gang_scheduler": "koordinator"}, False, print)
+    assert "koord-scheduler ignores" in e.value.msg and "gang_scheduler=none" in e.value.msg

@@ -110,3 +110,32 @@ profiles:
 def test_served_names_and_mode(kind, container, text, names, gang, mode):
     assert _schedulers.served_names(kind, container, text) == (names, gang)
     assert _schedulers.mode(kind, names) == mode
+
+
+KOORD = {
+    "kind": "koordinator",
+    "ready": True,
+    "scheduler_names": ["koord-scheduler"],
+    "gang_profiles": ["koord-scheduler"],
+}
+
+
+@pytest.mark.parametrize(
+    "gang,given",
+    [("koordinator", None), ("scheduler_plugins", "koord-scheduler"), ("koordinator", "koord-scheduler")],
+)
+def test_an_operator_gang_flag_is_never_pointed_at_koord_scheduler(gang, given):
+    """koord-scheduler ignores the operators' PodGroups: a partial start. The refusal names the label route."""
+    with pytest.raises(GangError) as e:
+        derive_scheduler_name(gang, given, [KOORD, SP_SECOND], LABEL)
+    assert "koord-scheduler ignores" in e.value.msg and "pod-group.scheduling.sigs.k8s.io/min-available" in e.value.msg
+    assert "gangsched.kubeflow.label_gang" in e.value.msg and LABEL in e.value.msg
+
+
+def test_koordinator_profile_is_derived_for_gangs_that_use_labels():
+    assert derive_scheduler_name("koordinator", None, [KOORD, SP_SECOND]) == "koord-scheduler"
+    assert derive_scheduler_name("koordinator", "koord-scheduler", [KOORD]) == "koord-scheduler"
+    with pytest.raises(GangError, match="No koord-scheduler profile 'other'"):
+        derive_scheduler_name("koordinator", "other", [KOORD])
+    with pytest.raises(GangError, match="none with a Coscheduling profile"):
+        derive_scheduler_name("koordinator", None, [SP_SECOND])

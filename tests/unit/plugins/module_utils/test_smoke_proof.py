@@ -419,3 +419,24 @@ def test_unbound_unrejected_gang_rechecks_liveness(monkeypatch, still_binding):
     else:
         assert g["verdict"] == V.ERROR and trial.liveness["during"] is None
         assert WHO + " stopped scheduling" in g["cause"], g["cause"]
+
+
+def test_an_operator_flag_naming_koord_scheduler_is_a_problem_with_the_label_route():
+    """The trap seen on the lab: training-operator with --gang-scheduler-name=koord-scheduler makes
+    scheduling.x-k8s.io PodGroups that koord-scheduler ignores, and a job starts partially."""
+    ops = [
+        {
+            "operator": "training_operator",
+            "deployment": "kubeflow/training-operator",
+            "gang_flag": "gang-scheduler-name",
+            "gang_value": "koord-scheduler",
+            "flag_occurrences": 1,
+            "_container": {},
+        }
+    ]
+    koord = {**_sched(["koord-scheduler"], ns="koordinator-system", name="koord-scheduler"), "kind": "koordinator"}
+    probs = _info.problems(FakeClient(), ops, [koord], {}, [])
+    assert len(probs) == 1, probs
+    assert "koord-scheduler, which ignores the PodGroups" in probs[0]["message"]
+    assert "starts partially" in probs[0]["message"] and "label_gang" in probs[0]["fix"]
+    assert probs[0]["object"] == "Deployment kubeflow/training-operator"
