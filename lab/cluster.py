@@ -108,7 +108,7 @@ class Lab:
             raise LabError(f"port {api_port} on 127.0.0.1 is busy; pick another --api-port or free it")
         # fresh run state, but keep nothing from a previous lab (its pods' /24 is taken again if free)
         old_subnet = self.state().get("pod_subnet")
-        podnet.release_subnet(old_subnet)
+        podnet.release_subnet(old_subnet, str(self.root.resolve()))
         if self.root.exists():
             shutil.rmtree(self.root)
         for d in (self.pki, self.logs, self.pids, self.etc, self.manifests, self.pods):
@@ -130,7 +130,7 @@ class Lab:
         }
         self.save_state(st)
         try:
-            st["pod_subnet"] = podnet.claim_subnet(prefer=old_subnet)
+            st["pod_subnet"] = podnet.claim_subnet(str(self.root.resolve()), prefer=old_subnet)
             self.save_state(st)
             self._start_all(st, log)
             log("creating nodes")
@@ -485,7 +485,7 @@ class Lab:
             if procs.stop(procs.read_pid(pidfile), grace=3):
                 stopped.append(f"pod process {pidfile.parent.name}/{pidfile.stem}")
             pidfile.unlink(missing_ok=True)
-        podnet.release_subnet(self.state().get("pod_subnet"))
+        podnet.release_subnet(self.state().get("pod_subnet"), str(self.root.resolve()))
         log("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
         if remove_state and self.root.exists():
             shutil.rmtree(self.root)

@@ -23,6 +23,10 @@ from pathlib import Path
 
 PREFIX = "10.245"
 IF_PREFIX = "gs"
+# who holds each claim: a file per /24 naming the lab directory that claimed it. Like the routes, it
+# lives until the machine restarts (/run is cleared then), and only its owner releases a claim: a lab
+# whose old state names a /24 another lab has claimed since must not take that lab's network away.
+OWNERS = Path("/run/gangsched-lab/subnets")
 
 
 class PodNetError(RuntimeError):
@@ -36,25 +40,43 @@ def _ip(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.
     return r
 
 
-def claim_subnet(prefer: str | None = None) -> str:
-    """Claim a free 10.245.N.0/24 for one lab (``prefer`` first); returns it as ``10.245.N.0/24``."""
+def _owner_file(subnet: str) -> Path:
+    return OWNERS / subnet.split("/")[0]
+
+
+def owner(subnet: str) -> str | None:
+    """The lab directory holding a claim, or None when nobody recorded one."""
+    try:
+        return _owner_file(subnet).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def claim_subnet(lab_dir: str, prefer: str | None = None) -> str:
+    """Claim a free 10.245.N.0/24 for the lab in ``lab_dir`` (``prefer`` first); returns it as
+    ``10.245.N.0/24``. Adding the route is the atomic step; the owner file follows it."""
     candidates = [f"{PREFIX}.{n}.0/24" for n in range(1, 255)]
     if prefer in candidates:
         candidates.remove(prefer)
         candidates.insert(0, prefer)
     for net in candidates:
         if _ip("route", "add", "unreachable", net, check=False).returncode == 0:
+            OWNERS.mkdir(parents=True, exist_ok=True)
+            _owner_file(net).write_text(lab_dir)
             return net
     raise PodNetError(f"no free /24 left in {PREFIX}.0.0/16 for the lab's pods (see: ip route show type unreachable)")
 
 
-def release_subnet(subnet: str | None) -> None:
-    """Remove a lab's claim and any host end of its pods' veth pairs still there."""
-    if not subnet:
-        return
+def release_subnet(subnet: str | None, lab_dir: str) -> bool:
+    """Remove the claim of the lab in ``lab_dir`` and any host end of its pods' veth pairs still there;
+    a /24 another lab holds now (or that nobody recorded) is left alone. Returns whether it released."""
+    if not subnet or owner(subnet) != lab_dir:
+        return False
     for name in host_links(subnet):
         _ip("link", "del", name, check=False)
     _ip("route", "del", "unreachable", subnet, check=False)
+    _owner_file(subnet).unlink(missing_ok=True)
+    return True
 
 
 def gateway(subnet: str) -> str:

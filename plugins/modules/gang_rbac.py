@@ -86,7 +86,7 @@ options:
     type: bool
     default: true
 notes:
-  - Granting rights to an operator that was already refused does not restart the jobs it was refused on:
+  - Granting rights to an operator that was already refused does not restart the jobs it was refused on;
     training-operator v1.8.1 does not retry a job whose PodGroup it could not read, so such a job waits for
     its next change. Resubmit those jobs or change them (an annotation is enough), or restart the operator.
     The C(gangsched.kubeflow.kubeflow_gang) role grants the rights before it sets the gang flag, so the

@@ -74,7 +74,7 @@ options:
   gang_scheduler:
     description:
       - The gang scheduler to test. Required with O(state=present).
-      - V(koordinator) tests Koordinator's koord-scheduler the seed-003 way, by labels and no PodGroup object: the
+      - V(koordinator) tests Koordinator's koord-scheduler the seed-003 way, by labels and no PodGroup object; the
         pods (or every member replica's pod template of a job) carry C(pod-group.scheduling.sigs.k8s.io/name),
         C(pod-group.scheduling.sigs.k8s.io/min-available) and the scheduler name (filter
         P(gangsched.kubeflow.label_gang#filter)); a job's operator must run without a gang flag.

@@ -55,7 +55,7 @@ options:
     description:
       - The gang scheduler the operator should create PodGroups for.
       - V(none) removes the flag.
-      - V(koordinator), or a O(scheduler_name) that a running koord-scheduler serves, is refused before any change:
+      - V(koordinator), or a O(scheduler_name) that a running koord-scheduler serves, is refused before any change, as
         the operators' PodGroups are of kinds koord-scheduler ignores, so a job would start partially. Koordinator
         gangs are formed by labels on the pod templates (filter P(gangsched.kubeflow.label_gang#filter)), with no
         operator flag.

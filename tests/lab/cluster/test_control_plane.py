@@ -124,3 +124,20 @@ def test_restart_starts_a_component_again_from_the_table_it_was_started_from(lab
     name = "restart-check"
     kube.ensure_namespace(core, name)
     kube.delete_namespace(core, name)
+
+
+def test_a_lab_releases_only_the_pod_subnet_it_holds(tmp_path):
+    """A lab whose old state names a /24 that another lab claimed since (after a crash, or a reused lab
+    directory) must not take that lab's network away: only the owner recorded at claim time releases."""
+    mine, other = str(tmp_path / "a"), str(tmp_path / "b")
+    net = podnet.claim_subnet(mine)
+    try:
+        assert podnet.owner(net) == mine
+        assert podnet.release_subnet(net, other) is False
+        routes = subprocess.run(["ip", "route", "show", "type", "unreachable"], capture_output=True, text=True).stdout
+        assert net in routes, "another lab's release took the claim away"
+        assert podnet.release_subnet(net, mine) is True
+        routes = subprocess.run(["ip", "route", "show", "type", "unreachable"], capture_output=True, text=True).stdout
+        assert net not in routes and podnet.owner(net) is None
+    finally:
+        podnet.release_subnet(net, mine)
