@@ -166,6 +166,31 @@ UNITS: tuple[Unit, ...] = (
         binaries=(Binary("koord-scheduler", "github.com/koordinator-sh/koordinator/cmd/koord-scheduler"),),
         artifacts=(("github.com/koordinator-sh/koordinator:config/crd/bases", "crds"),),
     ),
+    # Kubeflow Trainer v2's controller manager; its CRDs and upstream webhook configurations (the
+    # installer fills in the Service and CA as upstream's kustomize and cert rotator do)
+    Unit(
+        name="trainer",
+        module="github.com/kubeflow/trainer/v2",
+        version=V.TRAINER,
+        binaries=(
+            Binary("trainer-controller-manager", "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"),
+        ),
+        artifacts=(
+            ("github.com/kubeflow/trainer/v2:manifests/base/crds", "crds"),
+            ("github.com/kubeflow/trainer/v2:manifests/base/webhook", "webhook"),
+        ),
+    ),
+    # the JobSet controller (its main package is the module root)
+    Unit(
+        name="jobset",
+        module="sigs.k8s.io/jobset",
+        version=V.JOBSET,
+        binaries=(Binary("jobset-controller", "sigs.k8s.io/jobset"),),
+        artifacts=(
+            ("sigs.k8s.io/jobset:config/components/crd/bases", "crds"),
+            ("sigs.k8s.io/jobset:config/components/webhook", "webhook"),
+        ),
+    ),
     Unit(
         name="helm",
         module="helm.sh/helm/v3",

@@ -19,6 +19,10 @@ NVIDIA_DEVICE_PLUGIN = "v0.17.3"
 # refused by the Go module proxy). Not v1.8.0: it needs resource.k8s.io/v1 (Kubernetes >= 1.34) and
 # waits forever on this 1.33 lab.
 KOORDINATOR = "v1.6.1"
+# Kubeflow Trainer v2 (TrainJob, (Cluster)TrainingRuntime) and the JobSet controller it creates
+# JobSets for (Trainer v2.2.0's go.mod requires this JobSet release).
+TRAINER = "v2.2.0"
+JOBSET = "v0.11.1"
 
 # Upstream image repositories (path without registry host; any tag or digest) whose pods the lab's
 # pod-process runner runs as real processes, and the lab binary each one maps to.
@@ -32,6 +36,12 @@ IMAGES = {
     "kubeflow/training-operator": "training-operator",
     "mpioperator/mpi-operator": "mpi-operator",
     "koordinator-sh/koord-scheduler": "koord-scheduler",
+    # ghcr.io/kubeflow/trainer/trainer-controller-manager (chart values, manifests/base/manager)
+    "kubeflow/trainer/trainer-controller-manager": "trainer-controller-manager",
+    # registry.k8s.io/jobset/jobset (releases); the kustomize manifests name the staging registry's
+    # us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset
+    "jobset/jobset": "jobset-controller",
+    "k8s-staging-images/jobset/jobset": "jobset-controller",
 }
 
 # Shell scripts some of those images run instead of their binary (a chart's hook Job), each done by
