@@ -180,6 +180,7 @@ class Lab:
                 "scheduler_plugins": art("scheduler-plugins", "coscheduling/crd.yaml"),
                 "training_operator": art("training-operator", "crds"),
                 "mpi_operator": art("mpi-operator", "manifests/kubeflow.org_mpijobs.yaml"),
+                "koordinator": art("koordinator", "crds"),
             },
             "versions": {
                 "kubernetes": V.KUBERNETES,
@@ -188,6 +189,7 @@ class Lab:
                 "nvidia_device_plugin": V.NVIDIA_DEVICE_PLUGIN,
                 "training_operator": V.TRAINING_OPERATOR,
                 "mpi_operator": V.MPI_OPERATOR,
+                "koordinator": V.KOORDINATOR,
             },
         }
         self.inventory_facts.write_text(json.dumps(facts, indent=2) + "\n")

@@ -1,0 +1,44 @@
+"""site.yml with gangsched_gang_scheduler=koordinator on a fresh lab: koord-scheduler installed by its
+role, no operator touched (koord-scheduler ignores the operators' PodGroups), the smoke test's label
+gangs (fitting gang all Running, oversized gang all Pending), changed=0 on a second run, and
+uninstall.yml with the components removing it again."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_run import playbook
+from kubernetes import client as k
+
+from lab import kube
+
+pytestmark = pytest.mark.timeout(1500)
+KOORD = {"gangsched_gang_scheduler": "koordinator"}
+
+
+def _verdicts(run) -> list[str]:
+    return [
+        r["verdict"]
+        for name in ("Fitting gang runs as a whole", "Oversized gang stays entirely Pending")
+        for r in run.results(f"gangsched.kubeflow.gang_smoke_test : {name}")
+    ]
+
+
+def test_site_installs_proves_and_uninstalls_koord_scheduler(lab):
+    apps = k.AppsV1Api(kube.api(lab))
+    run = playbook(lab, "site", **KOORD)
+    assert run.rc == 0, run.failures()
+    assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
+    assert apps.read_namespaced_deployment("koord-scheduler", "koordinator-system").status.ready_replicas == 1
+    deps = {d.metadata.name for d in apps.list_deployment_for_all_namespaces().items}
+    assert "training-operator" not in deps and "mpi-operator" not in deps, "no operator is set up for koordinator"
+    co = k.CustomObjectsApi(kube.api(lab))
+    pgs = co.list_cluster_custom_object("scheduling.sigs.k8s.io", "v1alpha1", "podgroups")
+    assert pgs["items"] == [], "label gangs need no PodGroup object"
+
+    again = playbook(lab, "site", "--skip-tags", "smoke", **KOORD)
+    assert again.rc == 0 and again.changed() == [], again.changed()
+
+    gone = playbook(lab, "uninstall", gangsched_uninstall_components=True, **KOORD)
+    assert gone.rc == 0, gone.failures()
+    deps = {d.metadata.name for d in apps.list_deployment_for_all_namespaces().items}
+    assert "koord-scheduler" not in deps, deps
