@@ -18,6 +18,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _gang_rbac,
     _operators,
     _rbac,
+    _runtimes,
     _workloads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
@@ -73,6 +74,20 @@ def label_gang(doc, scheduler_name: str = "koord-scheduler", min_available=None,
         return _workloads.label_gang(doc, scheduler_name, min_available, name)
     except ValueError as e:
         raise AnsibleFilterError(f"label_gang: {e}") from None
+
+
+def trainer_runtime_gang(runtime, gang_scheduler, scheduler_name=None, schedule_timeout=None, queue=None):
+    """A Kubeflow Trainer v2 runtime gang-scheduled: podGroupPolicy, schedulerName, requests (and queue)."""
+    default = {"volcano": "volcano", "scheduler_plugins": "scheduler-plugins-scheduler"}.get(gang_scheduler)
+    if isinstance(schedule_timeout, str) and schedule_timeout.isdigit():
+        schedule_timeout = int(schedule_timeout)
+    try:
+        out, _changes = _runtimes.gang_runtime(
+            runtime, gang_scheduler, scheduler_name or default, schedule_timeout, queue or None
+        )
+    except ValueError as e:
+        raise AnsibleFilterError(f"trainer_runtime_gang: {e}") from None
+    return out
 
 
 def operator_gang_patch(
@@ -260,6 +275,7 @@ class FilterModule:
             "manifest_filename": manifest_filename,
             "gang_rbac_objects": gang_rbac_objects,
             "label_gang": label_gang,
+            "trainer_runtime_gang": trainer_runtime_gang,
             "kube_scheduler_rbac_objects": kube_scheduler_rbac_objects,
             "operator_gang_patch": operator_gang_patch,
             "coscheduling_static_pod": coscheduling_static_pod,
