@@ -623,12 +623,14 @@ _ALL = ["get", "list", "watch", "create", "update", "patch", "delete"]
 
 
 def training_operator(
-    gang_flag: str | None = "--gang-scheduler-name=volcano", podgroup_rights: bool = True
+    gang_flag: str | None = "--gang-scheduler-name=volcano",
+    podgroup_rights: bool = True,
+    schemes: tuple[str, ...] = ("pytorchjob",),
 ) -> list[dict]:
     rules = [
         {
             "apiGroups": ["kubeflow.org"],
-            "resources": ["pytorchjobs", "pytorchjobs/status", "pytorchjobs/finalizers"],
+            "resources": [f"{s}s{sub}" for s in schemes for sub in ("", "/status", "/finalizers")],
             "verbs": _ALL,
         },
         {"apiGroups": [""], "resources": ["pods", "services", "events", "configmaps"], "verbs": _ALL},
@@ -645,7 +647,7 @@ def training_operator(
             {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": _ALL},
             {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": _ALL},
         ]
-    command = ["/manager", "--enable-scheme=pytorchjob"] + ([gang_flag] if gang_flag else [])
+    command = ["/manager", *(f"--enable-scheme={s}" for s in schemes)] + ([gang_flag] if gang_flag else [])
     dep = _deployment(TO_NS, "training-operator", "training-operator", "kubeflow/training-operator:v1-855e096", [])
     c = dep["spec"]["template"]["spec"]["containers"][0]
     c.pop("args")
@@ -682,12 +684,16 @@ def training_operator(
 
 
 def install_training_operator(
-    lab: Lab, gang_flag: str | None = "--gang-scheduler-name=volcano", podgroup_rights: bool = True
+    lab: Lab,
+    gang_flag: str | None = "--gang-scheduler-name=volcano",
+    podgroup_rights: bool = True,
+    schemes: tuple[str, ...] = ("pytorchjob",),
 ) -> None:
-    docs = [d for d in crds("training-operator", "crds") if d["metadata"]["name"] == "pytorchjobs.kubeflow.org"]
+    names = {f"{s}s.kubeflow.org" for s in schemes}
+    docs = [d for d in crds("training-operator", "crds") if d["metadata"]["name"] in names]
     kube.apply(lab, docs, server_side=True)
     wait_crds_established(lab, [d["metadata"]["name"] for d in docs])
-    kube.apply(lab, training_operator(gang_flag, podgroup_rights))
+    kube.apply(lab, training_operator(gang_flag, podgroup_rights, schemes))
     wait_deployment(lab, TO_NS, "training-operator")
 
 

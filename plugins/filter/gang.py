@@ -242,6 +242,20 @@ def report_line(item: dict, kind: str) -> str:
     )
 
 
+def ca_injected(configurations) -> list[str]:
+    """Names of the admission webhook configurations whose every webhook carries a caBundle."""
+    if not isinstance(configurations, list):
+        raise AnsibleFilterError(
+            f"ca_injected needs a list of webhook configurations, got {type(configurations).__name__}"
+        )
+    out = []
+    for conf in configurations:
+        hooks = (conf or {}).get("webhooks") or []
+        if hooks and all((h.get("clientConfig") or {}).get("caBundle") for h in hooks):
+            out.append(((conf or {}).get("metadata") or {}).get("name"))
+    return out
+
+
 def condition_true(objects, condition: str) -> list[str]:
     """Names of the objects whose status carries ``condition`` with status True, at the object's
     current generation where the status reports one (a condition of an older spec does not count)."""
@@ -274,6 +288,7 @@ class FilterModule:
         return {
             "manifest_filename": manifest_filename,
             "gang_rbac_objects": gang_rbac_objects,
+            "ca_injected": ca_injected,
             "label_gang": label_gang,
             "trainer_runtime_gang": trainer_runtime_gang,
             "kube_scheduler_rbac_objects": kube_scheduler_rbac_objects,

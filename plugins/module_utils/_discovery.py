@@ -80,8 +80,10 @@ def schedulers(deployments: list[dict], configs: dict | None = None) -> list[dic
             ref = config_ref(dep, c)
             text = configs.get(ref) if ref else None
         names, gang = _schedulers.served_names(kind, c, text)
+        extra = {"coscheduling_prebind": _schedulers.coscheduling_prebind(text)} if kind == "koordinator" else {}
         found.append(
             {
+                **extra,
                 "kind": kind,
                 "namespace": ns,
                 "name": name,

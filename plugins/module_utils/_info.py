@@ -15,6 +15,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _images,
     _operators,
     _podgroups,
+    _schedulers,
     _service,
 )
 
@@ -251,6 +252,38 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
     return out
 
 
+def koordinator_problems(client, schedulers: list[dict], kube_version: str | None) -> list[dict]:
+    """koord-scheduler set up so that it cannot gang-schedule: a CRD it needs at start missing, or a
+    version that binds no gang member here. The CRDs are read only when a koord-scheduler is found."""
+    koords = [s for s in schedulers if s["kind"] == "koordinator"]
+    if not koords:
+        return []
+    missing = [n for n in _schedulers.KOORDINATOR_CRDS if not _service.crd_established(_service.crd(client, n))]
+    out = []
+    for s in koords:
+        obj = f"{s['source']} {s['namespace']}/{s['name']}"
+        if missing:
+            out.append(
+                {
+                    "object": obj,
+                    "message": f"koord-scheduler needs CustomResourceDefinition {', '.join(missing)} even for a "
+                    "gang-only profile, and does not start without them",
+                    "fix": "apply them from the release's config/crd/bases (role gangsched.kubeflow.koordinator does)",
+                }
+            )
+        why = _schedulers.koordinator_version_problem(s.get("version"), s.get("coscheduling_prebind"), kube_version)
+        if why:
+            out.append(
+                {
+                    "object": obj,
+                    "message": why,
+                    "fix": "run koord-scheduler v1.6.1 (role gangsched.kubeflow.koordinator), or for v1.7.0 add "
+                    "preBind: {disabled: [{name: Coscheduling}]} to its gang profile",
+                }
+            )
+    return out
+
+
 def _where(s: dict) -> str:
     return f"{s['source']} {s['namespace']}/{s['name']}"
 
@@ -352,6 +385,7 @@ def gather(client, params: dict, now: float) -> dict:
                 )
                 break
     probs = problems(client, ops, schedulers, crds, plugins)
+    probs += koordinator_problems(client, schedulers, version.get("gitVersion"))
     probs += stalled(pods, schedulers, ops, now, params["partial_threshold_seconds"])
     for o in ops:
         o.pop("_container")

@@ -73,6 +73,63 @@ def label(kind: str) -> str:
     return SCHEDULERS.get(kind, {}).get("label", kind)
 
 
+# koord-scheduler: the CRDs it needs at start even for a gang-only profile (without them it never starts)
+KOORDINATOR_CRDS = (
+    "podgroups.scheduling.sigs.k8s.io",
+    "reservations.scheduling.koordinator.sh",
+    "devices.scheduling.koordinator.sh",
+)
+
+
+def coscheduling_prebind(config_text: str | None) -> bool | None:
+    """Whether a koord-scheduler configuration leaves Coscheduling's preBind on in a gang profile
+    (None when the configuration was not read)."""
+    import yaml
+
+    if not config_text:
+        return None
+    try:
+        cfg = yaml.safe_load(config_text) or {}
+    except yaml.YAMLError:
+        return None
+    _names, gang = coscheduling_profiles(config_text)
+    for p in cfg.get("profiles") or [{}]:
+        if (p.get("schedulerName") or DEFAULT_SCHEDULER) not in gang:
+            continue
+        disabled = (((p.get("plugins") or {}).get("preBind") or {}).get("disabled")) or []
+        if not any(d.get("name") in ("Coscheduling", "*") for d in disabled):
+            return True
+    return False
+
+
+def _semver(tag: str | None) -> tuple[int, int, int] | None:
+    import re
+
+    m = re.match(r"v?(\d+)\.(\d+)\.(\d+)", tag or "")
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def koordinator_version_problem(tag: str | None, prebind: bool | None, kube_version: str | None) -> str | None:
+    """Why a koord-scheduler version does not gang-schedule here (the versions checked on v1.33):
+    v1.7.0 binds no gang member while Coscheduling's preBind is on (it writes an invalid label value),
+    v1.8+ needs resource.k8s.io/v1, which only Kubernetes 1.34+ serves."""
+    v = _semver(tag)
+    if v is None:
+        return None
+    if v[:2] == (1, 7) and v[2] == 0 and prebind is not False:
+        return (
+            f"koord-scheduler {tag} binds no gang member while Coscheduling's preBind is enabled (it writes an "
+            "invalid label value bind-gang-group-id=<namespace>/<name>)"
+        )
+    k = _semver(kube_version)
+    if v >= (1, 8, 0) and k is not None and k[:2] < (1, 34):
+        return (
+            f"koord-scheduler {tag} needs resource.k8s.io/v1 (Kubernetes 1.34 or later) and waits forever on "
+            f"Kubernetes {kube_version}"
+        )
+    return None
+
+
 def coscheduling_profiles(config_text: str) -> tuple[list[str], list[str]]:
     """(all profile names, names of profiles with Coscheduling enabled) of a KubeSchedulerConfiguration."""
     import yaml

@@ -84,7 +84,10 @@ gpus:
   type: dict
   sample: {"nodes": 4, "capacity": 4, "allocatable": 4, "requested": 1, "free": 3}
 schedulers:
-  description: Gang schedulers found, with kind, where, image, version, profile names, readiness and mode.
+  description:
+    - Gang schedulers found, with kind, where, image, version, profile names, readiness and mode.
+    - A koord-scheduler's entry also has C(coscheduling_prebind), whether a gang profile keeps Coscheduling's preBind
+      on (null when its configuration could not be read); on v1.7.0 that binds no gang member and is a problem.
   returned: always
   type: list
   elements: dict

@@ -176,6 +176,30 @@ def check_seed003_gang(jobs: Jobs, pool: Pool, scheduler: str) -> dict:
     return {"held": held, "ran": ran}
 
 
+def check_seed003_label_gang(jobs: Jobs, pool: Pool, scheduler_name: str) -> dict:
+    """Seed 003 as written (ACK): the TFJob's replica templates carry the two gang labels,
+    min-available 5, and the scheduler name; no PodGroup object, no operator gang flag."""
+    from ansible_collections.gangsched.kubeflow.plugins.filter.gang import label_gang
+
+    seed003_cluster(pool)
+    job = label_gang(scenarios.tfjob(jobs.ns, "seed3", workers=4, worker_gpus=2), scheduler_name, 5)
+    jobs.submit(job)
+    jobs.wait("seed3", running=0, pending=5)
+    time.sleep(HOLD)
+    held = jobs.state("seed3")
+    assert held["ever_bound"] == [] and held["running"] == [] and len(held["pending"]) == 5, held
+    pgs = jobs.co.list_namespaced_custom_object("scheduling.sigs.k8s.io", "v1alpha1", jobs.ns, "podgroups")
+    assert pgs["items"] == [], f"a label gang needs no PodGroup object: {pgs['items']}"
+    pool.add(2)
+    pool.add(2)
+    t0 = time.monotonic()
+    ran = jobs.wait("seed3", running=5, timeout=120)
+    ran["after_adding_gpus_s"] = round(time.monotonic() - t0, 1)
+    jobs.delete("seed3")
+    pool.restore()
+    return {"held": held, "ran": ran}
+
+
 # ---- seed 004: two jobs on 4 single-GPU nodes -------------------------------------------------------------
 def seed004_jobs(jobs: Jobs) -> None:
     jobs.submit(scenarios.tfjob(jobs.ns, "seed4-first", workers=3))

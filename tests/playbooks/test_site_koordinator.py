@@ -6,10 +6,11 @@ uninstall.yml with the components removing it again."""
 from __future__ import annotations
 
 import pytest
+import seeds
 from ansible_run import playbook
 from kubernetes import client as k
 
-from lab import kube
+from lab import kube, scenarios
 
 pytestmark = pytest.mark.timeout(1500)
 KOORD = {"gangsched_gang_scheduler": "koordinator"}
@@ -23,11 +24,13 @@ def _verdicts(run) -> list[str]:
     ]
 
 
-def test_site_installs_proves_and_uninstalls_koord_scheduler(lab):
+def test_site_installs_and_proves_koord_scheduler(lab):
     apps = k.AppsV1Api(kube.api(lab))
-    run = playbook(lab, "site", **KOORD)
+    run = playbook(lab, "site", gang_smoke_test_control=True, **KOORD)
     assert run.rc == 0, run.failures()
     assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
+    (pending,) = run.results("gangsched.kubeflow.gang_smoke_test : Oversized gang stays entirely Pending")
+    assert pending["control"]["verdict"] == "partial", pending["control"]
     assert apps.read_namespaced_deployment("koord-scheduler", "koordinator-system").status.ready_replicas == 1
     deps = {d.metadata.name for d in apps.list_deployment_for_all_namespaces().items}
     assert "training-operator" not in deps and "mpi-operator" not in deps, "no operator is set up for koordinator"
@@ -38,6 +41,16 @@ def test_site_installs_proves_and_uninstalls_koord_scheduler(lab):
     again = playbook(lab, "site", "--skip-tags", "smoke", **KOORD)
     assert again.rc == 0 and again.changed() == [], again.changed()
 
+
+def test_seed003_tfjob_label_gang_all_pending_then_all_running(lab, jobs, pool):
+    """The seed's own TFJob (1 PS + 4 workers x 2 GPUs, min-available 5) on 2 nodes x 2 GPUs, with a
+    training-operator that has no gang flag: all 5 Pending, none bound; 4 more GPUs: all 5 Running."""
+    scenarios.install_training_operator(lab, gang_flag=None, schemes=("tfjob",))
+    seeds.check_seed003_label_gang(jobs, pool, "koord-scheduler")
+
+
+def test_uninstall_removes_koord_scheduler(lab):
+    apps = k.AppsV1Api(kube.api(lab))
     gone = playbook(lab, "uninstall", gangsched_uninstall_components=True, **KOORD)
     assert gone.rc == 0, gone.failures()
     deps = {d.metadata.name for d in apps.list_deployment_for_all_namespaces().items}

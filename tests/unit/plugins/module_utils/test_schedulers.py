@@ -139,3 +139,31 @@ def test_koordinator_profile_is_derived_for_gangs_that_use_labels():
         derive_scheduler_name("koordinator", "other", [KOORD])
     with pytest.raises(GangError, match="none with a Coscheduling profile"):
         derive_scheduler_name("koordinator", None, [SP_SECOND])
+
+
+@pytest.mark.parametrize(
+    "tag,prebind,kube,words",
+    [
+        ("v1.6.1", True, "v1.33.5", None),
+        ("v1.7.0", True, "v1.33.5", "binds no gang member"),
+        ("v1.7.0", None, "v1.33.5", "binds no gang member"),
+        ("v1.7.0", False, "v1.33.5", None),
+        ("v1.8.0", False, "v1.33.5", "needs resource.k8s.io/v1"),
+        ("v1.8.0", True, "v1.34.1", None),
+        ("latest", True, "v1.33.5", None),
+    ],
+)
+def test_koordinator_versions_that_cannot_gang_schedule_here(tag, prebind, kube, words):
+    why = _schedulers.koordinator_version_problem(tag, prebind, kube)
+    assert (why is None) if words is None else (words in why), why
+
+
+def test_coscheduling_prebind_read_from_the_gang_profiles():
+    on = "profiles: [{schedulerName: koord-scheduler, plugins: {multiPoint: {enabled: [{name: Coscheduling}]}}}]"
+    off = (
+        "profiles: [{schedulerName: koord-scheduler, plugins: {multiPoint: {enabled: [{name: Coscheduling}]},"
+        " preBind: {disabled: [{name: Coscheduling}]}}}]"
+    )
+    assert _schedulers.coscheduling_prebind(on) is True
+    assert _schedulers.coscheduling_prebind(off) is False
+    assert _schedulers.coscheduling_prebind(None) is None

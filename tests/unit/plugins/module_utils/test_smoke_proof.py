@@ -440,3 +440,27 @@ def test_an_operator_flag_naming_koord_scheduler_is_a_problem_with_the_label_rou
     assert "koord-scheduler, which ignores the PodGroups" in probs[0]["message"]
     assert "starts partially" in probs[0]["message"] and "label_gang" in probs[0]["fix"]
     assert probs[0]["object"] == "Deployment kubeflow/training-operator"
+
+
+def test_a_koord_scheduler_that_cannot_gang_schedule_is_a_problem():
+    """v1.7.0 with Coscheduling's preBind on, and the two Koordinator CRDs it needs at start missing."""
+    koord = {
+        **_sched(["koord-scheduler"], ns="koordinator-system", name="koord-scheduler"),
+        "kind": "koordinator",
+        "version": "v1.7.0",
+        "coscheduling_prebind": True,
+    }
+
+    class NoKoordinatorCrds(FakeClient):
+        def get_or_none(self, path, what=""):
+            return None if "koordinator.sh" in path else super().get_or_none(path, what)
+
+    probs = _info.koordinator_problems(NoKoordinatorCrds(), [koord], "v1.33.5")
+    msgs = [p["message"] for p in probs]
+    assert any(
+        "reservations.scheduling.koordinator.sh, devices.scheduling.koordinator.sh" in m and "does not start" in m
+        for m in msgs
+    ), msgs
+    assert any("binds no gang member" in m for m in msgs), msgs
+    assert all(p["object"] == "Deployment koordinator-system/koord-scheduler" and p["fix"] for p in probs)
+    assert _info.koordinator_problems(FakeClient(), [_sched(["volcano"])], "v1.33.5") == []
