@@ -39,7 +39,14 @@ options:
     description: The component whose ServiceAccount gets the rights.
     type: str
     required: true
-    choices: [training_operator, mpi_operator, volcano_scheduler, volcano_controllers, scheduler_plugins_scheduler, scheduler_plugins_controller, koord_scheduler]
+    choices:
+      - training_operator
+      - mpi_operator
+      - volcano_scheduler
+      - volcano_controllers
+      - scheduler_plugins_scheduler
+      - scheduler_plugins_controller
+      - koord_scheduler
   gang_scheduler:
     description:
       - The gang scheduler in use. Required for the operators; the schedulers' own components imply it.
