@@ -52,6 +52,16 @@ def wait_for(pred, timeout: float, what: str, interval: float = 0.5):
     raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
+def podgroup(api: k.ApiClient, ns: str, name: str, group: str = "scheduling.x-k8s.io", version: str = "v1alpha1"):
+    """The PodGroup ``ns/name`` of ``group`` (scheduler-plugins' by default), or None when there is none."""
+    try:
+        return k.CustomObjectsApi(api).get_namespaced_custom_object(group, version, ns, "podgroups", name)
+    except k.ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+
+
 def ensure_namespace(core: k.CoreV1Api, name: str) -> None:
     try:
         core.create_namespace({"metadata": {"name": name}})

@@ -49,17 +49,6 @@ def _selector(job: str) -> str:
     return f"jobset.sigs.k8s.io/jobset-name={job}"
 
 
-def _podgroup(api, ns: str, name: str) -> dict | None:
-    try:
-        return k.CustomObjectsApi(api).get_namespaced_custom_object(
-            "scheduling.x-k8s.io", "v1alpha1", ns, "podgroups", name
-        )
-    except k.ApiException as e:
-        if e.status == 404:
-            return None
-        raise
-
-
 def _refused(core, ns: str, selector: str) -> int:
     """Pods the scheduler has tried and left unscheduled (condition PodScheduled False)."""
     return sum(
@@ -100,13 +89,13 @@ def test_five_nodes_on_four_gpus_all_pending(trainer, api, core, ns):
     try:
         with kube.PodWatcher(trainer, ns, _selector(name)) as w:
             kube.apply(trainer, [scenarios.trainjob(ns, name, RUNTIME, 5)])
-            kube.wait_for(lambda: _podgroup(api, ns, name) is not None, 30, "the TrainJob's PodGroup")
+            kube.wait_for(lambda: kube.podgroup(api, ns, name) is not None, 30, "the TrainJob's PodGroup")
             kube.wait_for(lambda: _refused(core, ns, _selector(name)) == 5, 60, "the scheduler to refuse all 5 pods")
             time.sleep(HOLD)
             s = w.snapshot()
         assert s.ever_bound() == set(), f"pods bound while the gang could not fit: {s.events}"
         assert len(s.pending()) == 5, s.latest
-        pg = _podgroup(api, ns, name)
+        pg = kube.podgroup(api, ns, name)
         assert pg["spec"]["minMember"] == 5, pg
         assert pg["spec"]["minResources"].get("nvidia.com/gpu") == "5", pg
         assert [o["kind"] for o in pg["metadata"]["ownerReferences"]] == ["TrainJob"], pg
@@ -127,7 +116,7 @@ def test_four_nodes_on_four_gpus_all_running(trainer, api, core, ns):
         with kube.PodWatcher(trainer, ns, _selector(name)) as w:
             kube.apply(trainer, [scenarios.trainjob(ns, name, RUNTIME, 4)])
             kube.wait_for(lambda: len(w.snapshot().running()) == 4, 60, "all 4 TrainJob pods Running")
-        assert _podgroup(api, ns, name)["spec"]["minMember"] == 4
+        assert kube.podgroup(api, ns, name)["spec"]["minMember"] == 4
     finally:
         _delete_trainjob(api, core, ns, name)
 

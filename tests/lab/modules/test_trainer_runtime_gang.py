@@ -55,17 +55,6 @@ def _sel(job: str) -> str:
     return f"jobset.sigs.k8s.io/jobset-name={job}"
 
 
-def _podgroup(api, ns: str, name: str) -> dict | None:
-    try:
-        return k.CustomObjectsApi(api).get_namespaced_custom_object(
-            "scheduling.x-k8s.io", "v1alpha1", ns, "podgroups", name
-        )
-    except k.ApiException as e:
-        if e.status == 404:
-            return None
-        raise
-
-
 def test_the_runtime_trainer_ships_starts_a_job_partially(trainer, api, ns):
     """The control: without the filter the default scheduler binds 4 of 5 and the fifth waits, GPUs held."""
     with kube.PodWatcher(trainer, ns, _sel("job")) as w:
@@ -74,13 +63,13 @@ def test_the_runtime_trainer_ships_starts_a_job_partially(trainer, api, ns):
         time.sleep(HOLD)
         s = w.snapshot()
     assert len(s.running()) == 4 and len(s.pending()) == 1, s.latest
-    assert _podgroup(api, ns, "job") is None
+    assert kube.podgroup(api, ns, "job") is None
 
 
 def test_the_filtered_runtime_holds_the_gang_then_runs_it_whole(trainer, api, core, ns):
     with kube.PodWatcher(trainer, ns, _sel("big")) as w:
         kube.apply(trainer, [scenarios.trainjob(ns, "big", "gang", 5)])
-        kube.wait_for(lambda: _podgroup(api, ns, "big") is not None, 30, "the TrainJob's PodGroup")
+        kube.wait_for(lambda: kube.podgroup(api, ns, "big") is not None, 30, "the TrainJob's PodGroup")
         kube.wait_for(
             lambda: sum(
                 any(c.type == "PodScheduled" and c.status == "False" for c in p.status.conditions or [])
@@ -93,7 +82,7 @@ def test_the_filtered_runtime_holds_the_gang_then_runs_it_whole(trainer, api, co
         time.sleep(HOLD)
         s = w.snapshot()
     assert s.ever_bound() == set(), f"pods bound while the gang could not fit: {s.events}"
-    pg = _podgroup(api, ns, "big")
+    pg = kube.podgroup(api, ns, "big")
     assert pg["spec"]["minMember"] == 5 and pg["spec"]["minResources"].get("nvidia.com/gpu") == "5", pg
     k.CustomObjectsApi(api).delete_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", ns, "trainjobs", "big")
     kube.wait_for(lambda: not core.list_namespaced_pod(ns, label_selector=_sel("big")).items, 60, "big's pods gone")
