@@ -181,6 +181,13 @@ class Lab:
                 "training_operator": art("training-operator", "crds"),
                 "mpi_operator": art("mpi-operator", "manifests/kubeflow.org_mpijobs.yaml"),
                 "koordinator": art("koordinator", "crds"),
+                "trainer": art("trainer", "crds"),
+                "jobset": art("jobset", "crds"),
+            },
+            # the releases' webhook configurations and their kustomize patches
+            "webhooks": {
+                "trainer": art("trainer", "webhook"),
+                "jobset": art("jobset", "webhook"),
             },
             "versions": {
                 "kubernetes": V.KUBERNETES,
@@ -190,6 +197,8 @@ class Lab:
                 "training_operator": V.TRAINING_OPERATOR,
                 "mpi_operator": V.MPI_OPERATOR,
                 "koordinator": V.KOORDINATOR,
+                "trainer": V.TRAINER,
+                "jobset": V.JOBSET,
             },
         }
         self.inventory_facts.write_text(json.dumps(facts, indent=2) + "\n")

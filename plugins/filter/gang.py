@@ -19,6 +19,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _operators,
     _rbac,
     _runtimes,
+    _webhooks,
     _workloads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
@@ -242,6 +243,14 @@ def report_line(item: dict, kind: str) -> str:
     )
 
 
+def release_webhooks(docs, patches=None, namespace="default", name_prefix="", service_prefix=""):
+    """A release's webhook configurations as its kustomization renders them (``_webhooks.render``)."""
+    try:
+        return _webhooks.render(docs, patches, namespace, name_prefix, service_prefix)
+    except ValueError as e:
+        _fail(e)
+
+
 def ca_injected(configurations) -> list[str]:
     """Names of the admission webhook configurations whose every webhook carries a caBundle."""
     if not isinstance(configurations, list):
@@ -289,6 +298,7 @@ class FilterModule:
             "manifest_filename": manifest_filename,
             "gang_rbac_objects": gang_rbac_objects,
             "ca_injected": ca_injected,
+            "release_webhooks": release_webhooks,
             "label_gang": label_gang,
             "trainer_runtime_gang": trainer_runtime_gang,
             "kube_scheduler_rbac_objects": kube_scheduler_rbac_objects,

@@ -22,6 +22,8 @@ COMPONENTS = {
     "scheduler_plugins_scheduler": ("scheduler-plugins", "scheduler-plugins-scheduler", ("scheduler_plugins",)),
     "scheduler_plugins_controller": ("scheduler-plugins", "scheduler-plugins-controller", ("scheduler_plugins",)),
     "koord_scheduler": ("koordinator-system", "koord-scheduler", ("koordinator",)),
+    "trainer": ("kubeflow-system", "kubeflow-trainer-controller-manager", ("volcano", "scheduler_plugins")),
+    "jobset": ("jobset-system", "jobset-controller-manager", ("volcano", "scheduler_plugins")),
 }
 
 
@@ -122,6 +124,59 @@ RULES: dict[tuple[str, str], list[dict]] = {
         _r("scheduling.koordinator.sh", ["reservations", "devices"], RO),
     ],
 }
+
+
+def _trainer(gang: str) -> list[dict]:
+    """Kubeflow Trainer v2.2's controller manager (leader election off, no delete): its TrainJobs and runtimes,
+    the JobSets it creates, the PodGroups of the scheduler its runtimes name (read-only in the other group:
+    it watches the PodGroups of every kind whose CRD exists at its start), MPI's ConfigMaps and Secrets in the
+    TrainJobs' namespaces (its cert rotator's Secret among them), and what counts towards a PodGroup's
+    minResources (LimitRanges, RuntimeClasses). Its webhook configurations' caBundle is written under rights
+    limited to their names, which a cluster-wide table cannot hold: its install grants them."""
+    mine, other = (VC, SP) if gang == "volcano" else (SP, VC)
+    tr = "trainer.kubeflow.org"
+    return [
+        _r(tr, ["trainjobs", "trainingruntimes", "clustertrainingruntimes"], RO + ["update", "patch"]),
+        _r(
+            tr,
+            [
+                "trainjobs/status",
+                "trainjobs/finalizers",
+                "trainingruntimes/finalizers",
+                "clustertrainingruntimes/finalizers",
+            ],
+            ["get", "update", "patch"],
+        ),
+        _r("jobset.x-k8s.io", ["jobsets"], RO + ["create", "update", "patch"]),
+        _r(mine, ["podgroups"], RO + ["create", "update", "patch"]),
+        _r(other, ["podgroups"], RO),
+        _r("", ["configmaps", "secrets"], RO + ["create", "update", "patch"]),
+        _r("", ["limitranges"], RO),
+        _r("node.k8s.io", ["runtimeclasses"], RO),
+        _r("events.k8s.io", ["events"], ["create", "patch", "update"]),
+    ]
+
+
+# JobSet v0.11's controllers and webhooks, whichever scheduler the pods name (leader election off): status and
+# TTL deletes of JobSets, their Jobs and headless Services, exclusive placement (pods marked and deleted, the
+# leader's node read), PVCs from volumeClaimPolicies, core events. Its cert rotator's Secret and webhook
+# configurations are name-limited rights its install grants.
+_JOBSET = [
+    _r("jobset.x-k8s.io", ["jobsets"], RO + ["delete"]),
+    _r("jobset.x-k8s.io", ["jobsets/status"], ["get", "update"]),
+    _r("jobset.x-k8s.io", ["jobsets/finalizers"], ["update"]),
+    _r("batch", ["jobs"], RO + ["create", "update", "delete"]),
+    _r("batch", ["jobs/status"], ["update"]),
+    _r("", ["services"], RO + ["create"]),
+    _r("", ["pods"], RO + ["delete"]),
+    _r("", ["pods/status"], ["update"]),
+    _r("", ["nodes"], RO),
+    _r("", ["persistentvolumeclaims"], RO + ["create"]),
+    _r("", ["events"], ["create", "patch", "update"]),
+]
+for _gang in ("volcano", "scheduler_plugins"):
+    RULES[("trainer", _gang)] = _trainer(_gang)
+    RULES[("jobset", _gang)] = [dict(r) for r in _JOBSET]
 
 
 # Coscheduling inside the default kube-scheduler (scheduler-plugins mode=default): kube-scheduler runs

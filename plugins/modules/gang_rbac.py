@@ -47,9 +47,14 @@ options:
       - scheduler_plugins_scheduler
       - scheduler_plugins_controller
       - koord_scheduler
+      - trainer
+      - jobset
   gang_scheduler:
     description:
-      - The gang scheduler in use. Required for the operators; the schedulers' own components imply it.
+      - The gang scheduler in use. Required for the operators and for Kubeflow Trainer v2 (V(trainer), V(jobset));
+        the schedulers' own components imply it.
+      - For V(trainer), the PodGroups of that scheduler's group are writable and the other group's readable (Trainer
+        watches the PodGroups of every kind whose CRD exists when it starts). V(jobset) has the same rights for both.
     type: str
     choices: [volcano, scheduler_plugins, koordinator]
   service_account:

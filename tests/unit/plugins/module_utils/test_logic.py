@@ -74,6 +74,27 @@ def test_operator_rules_name_the_right_podgroup_group():
     assert ("update", "scheduling.x-k8s.io", "podgroups/status") in sched
 
 
+@pytest.mark.parametrize(
+    "gang, mine, other",
+    [
+        ("volcano", "scheduling.volcano.sh", "scheduling.x-k8s.io"),
+        ("scheduler_plugins", "scheduling.x-k8s.io", "scheduling.volcano.sh"),
+    ],
+)
+def test_trainer_writes_the_podgroups_of_its_scheduler_and_reads_the_others(gang, mine, other):
+    """Trainer watches the PodGroups of every kind whose CRD exists at its start, and writes its runtimes' kind."""
+    tr = _rbac.checks(_rbac.required_rules("trainer", gang))
+    assert {("create", mine, "podgroups"), ("patch", mine, "podgroups"), ("watch", other, "podgroups")} <= set(tr)
+    assert ("create", other, "podgroups") not in tr and not any(v == "delete" for v, _g, _r in tr)
+    assert ("update", "trainer.kubeflow.org", "trainjobs/status") in tr
+    assert ("create", "jobset.x-k8s.io", "jobsets") in tr
+    js = _rbac.checks(_rbac.required_rules("jobset", gang))
+    assert ("create", "batch", "jobs") in js and ("update", "jobset.x-k8s.io", "jobsets/status") in js
+    assert not any(g.startswith("scheduling.") for _v, g, _r in js), "JobSet never touches PodGroups"
+    with pytest.raises(GangError, match="works with gang_scheduler volcano or scheduler_plugins, not koordinator"):
+        _rbac.required_rules("trainer", "koordinator")
+
+
 def test_default_scheduler_gets_coscheduling_rights_from_the_second_schedulers_table():
     """One source: the default kube-scheduler's Coscheduling rights are the PodGroup rules of the
     scheduler-plugins scheduler, bound to User system:kube-scheduler, nothing else."""
