@@ -6,10 +6,8 @@
 
 from __future__ import annotations
 
-
-class ModuleDocFragment:
-    # The descriptions; each module states its own support and details next to them.
-    DOCUMENTATION = r"""
+# check mode, diff mode and idempotence, as every module describes them
+_COMMON = r"""
 options: {}
 attributes:
   check_mode:
@@ -20,6 +18,15 @@ attributes:
     description:
       - When run twice in a row outside check mode, with the same arguments, the second run reports no change.
       - This assumes the cluster has not changed in a relevant way in between.
+"""
+
+
+class ModuleDocFragment:
+    # The descriptions; each module states its own support and details next to them. The modules that talk
+    # to the Kubernetes API (the default fragment) are in the action group; FILES is for those writing files.
+    DOCUMENTATION = (
+        _COMMON
+        + r"""
   action_group:
     description: Use C(group/gangsched.kubeflow.kubeflow) in C(module_defaults) to set defaults (such as the
       authentication options) for this module.
@@ -31,3 +38,14 @@ attributes:
     support: full
     platforms: kubernetes
 """
+    )
+
+    FILES = (
+        _COMMON
+        + r"""
+  platform:
+    description: Writes files on the host the task runs on.
+    support: full
+    platforms: posix
+"""
+    )

@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _capacity,
     _flags,
     _gang_rbac,
+    _manifests,
     _operators,
     _rbac,
     _runtimes,
@@ -34,14 +34,10 @@ def _fail(e: Exception):
 
 def manifest_filename(obj: dict) -> str:
     """``<kind>-<namespace>-<name>.yaml`` (cluster-scoped: ``<kind>-<name>.yaml``), lower case, safe."""
-    if not isinstance(obj, dict) or not obj.get("kind") or not (obj.get("metadata") or {}).get("name"):
-        raise AnsibleFilterError(
-            f"manifest_filename needs a Kubernetes object with kind and metadata.name, got {obj!r}"
-        )
-    md = obj["metadata"]
-    parts = [obj["kind"], md.get("namespace"), md["name"]]
-    text = "-".join(p for p in parts if p).lower()
-    return re.sub(r"[^a-z0-9._-]+", "_", text) + ".yaml"
+    try:
+        return _manifests.filename(obj)
+    except ValueError as e:
+        raise AnsibleFilterError(f"manifest_filename {e}") from e
 
 
 def gang_rbac_objects(component: str, gang_scheduler: str | None = None, service_account: dict | None = None):

@@ -1,0 +1,193 @@
+#!/usr/bin/python
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: render_manifests
+short_description: Write Kubernetes objects to a directory, one YAML file each, in one step
+version_added: 0.1.0
+description:
+  - Writes each object of O(objects) to O(path) as C(<kind>-<namespace>-<name>.yaml) (cluster-scoped objects
+    C(<kind>-<name>.yaml)), lower case, the name the filter P(gangsched.kubeflow.manifest_filename#filter) gives.
+  - A file is written only when its text changes, atomically (a temporary file in the same directory, then a
+    rename), so a GitOps repository sees only real changes.
+  - With O(prune=true), every other C(*.yaml) file in O(path) is removed, so an object no longer rendered leaves
+    no file behind. Other files are left alone.
+  - Every object is checked before anything is written; an entry without a kind or a name, or two different objects
+    that would share a file, fail the task naming the entry and write nothing (the same object twice is written once).
+  - The roles' render-only mode writes through it, one task per component instead of one per object.
+author:
+  - gangsched.kubeflow maintainers (@gangsched)
+extends_documentation_fragment:
+  - gangsched.kubeflow._attributes.files
+attributes:
+  check_mode:
+    support: full
+    details: Reports the files that would be written or removed and writes nothing.
+  diff_mode:
+    support: full
+    details: The text of each file written or removed, before and after.
+  idempotent:
+    support: full
+    details: A second run with the same objects writes nothing and reports RV(ignore:changed=false).
+options:
+  path:
+    description: The directory (created, with its parents, when missing).
+    type: path
+    required: true
+  objects:
+    description: The Kubernetes objects, each with C(kind) and C(metadata.name).
+    type: list
+    elements: dict
+    required: true
+  prune:
+    description: Remove the C(*.yaml) files in O(path) that are not among the objects' files.
+    type: bool
+    default: true
+requirements:
+  - PyYAML on the host the task runs on
+"""
+
+EXAMPLES = r"""
+- name: What the Volcano role would apply, for a GitOps repository
+  gangsched.kubeflow.render_manifests:
+    path: rendered/20-volcano
+    objects: "{{ lookup('ansible.builtin.template', 'volcano.yaml.j2') | ansible.builtin.from_yaml_all | select | list }}"
+"""
+
+RETURN = r"""
+path:
+  description: The directory, as given.
+  returned: always
+  type: str
+  sample: rendered/20-volcano
+files:
+  description: The file names of all the objects, in the order of O(objects).
+  returned: always
+  type: list
+  elements: str
+  sample: [namespace-volcano-system.yaml, deployment-volcano-system-volcano-scheduler.yaml]
+written:
+  description: The files written (or that would be, in check mode) because they were new or their text changed.
+  returned: always
+  type: list
+  elements: str
+  sample: [deployment-volcano-system-volcano-scheduler.yaml]
+removed:
+  description: The files removed by O(prune) (or that would be, in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: [configmap-volcano-system-old.yaml]
+diff:
+  description: One entry per file written or removed, its text before and after (diff mode; empty otherwise).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{before_header: rendered/ns.yaml, after_header: rendered/ns.yaml, before: "", after: "kind: Namespace"}]
+"""
+
+import os
+import tempfile
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _manifests
+
+try:
+    import yaml
+
+    YAML_ERROR = None
+except ImportError:
+    yaml = None
+    YAML_ERROR = traceback.format_exc()
+
+
+def _dump(obj: dict) -> str:
+    return yaml.safe_dump(obj, indent=2, sort_keys=True, default_flow_style=False, allow_unicode=True, width=120)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _write(directory: str, name: str, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, os.path.join(directory, name))
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            objects=dict(type="list", elements="dict", required=True),
+            prune=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    if yaml is None:
+        module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_ERROR)
+    path = module.params["path"]
+    try:
+        wanted = _manifests.files(module.params["objects"], _dump)
+    except ValueError as e:
+        module.fail_json(msg=f"render_manifests: {e}; nothing was written to {path}")
+    if os.path.exists(path) and not os.path.isdir(path):
+        module.fail_json(msg=f"render_manifests: path {path} exists and is not a directory; point path at a directory")
+    present = sorted(n for n in os.listdir(path) if n.endswith(".yaml")) if os.path.isdir(path) else []
+    before = {n: _read(os.path.join(path, n)) for n in present}
+    written = [n for n, text in wanted.items() if before.get(n) != text]
+    removed = [n for n in present if n not in wanted] if module.params["prune"] else []
+    diff = [
+        {
+            "before_header": os.path.join(path, n),
+            "after_header": os.path.join(path, n),
+            "before": before.get(n) or "",
+            "after": wanted[n],
+        }
+        for n in written
+    ] + [
+        {"before_header": os.path.join(path, n), "after_header": "(removed)", "before": before[n] or "", "after": ""}
+        for n in removed
+    ]
+    if not module.check_mode and (written or removed):
+        try:
+            os.makedirs(path, exist_ok=True)
+            for n in written:
+                _write(path, n, wanted[n])
+            for n in removed:
+                os.unlink(os.path.join(path, n))
+        except OSError as e:
+            module.fail_json(
+                msg=f"render_manifests: cannot write to {path} ({e.strerror}): check that the directory is writable",
+                written=[],
+                removed=[],
+            )
+    module.exit_json(
+        changed=bool(written or removed),
+        path=path,
+        files=list(wanted),
+        written=written,
+        removed=removed,
+        diff=diff if module._diff else None,
+    )
+
+
+if __name__ == "__main__":
+    main()

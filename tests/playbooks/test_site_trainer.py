@@ -1,0 +1,55 @@
+"""site.yml with gangsched_trainer=true and Volcano on a fresh lab: the chain with Kubeflow Trainer v2 and JobSet
+after the scheduler, and the smoke test proving TrainJobs as it proves
+pods (the fitting gang all Running, the oversized one all Pending, the control without a gang partial); a second
+run changes nothing; gang_info sees no problem; uninstall.yml removes Trainer and JobSet. (The scheduler-plugins
+side is the Molecule scenario trainer.)"""
+
+from __future__ import annotations
+
+import pytest
+from ansible_run import module, playbook
+from kubernetes import client as k
+
+from lab import kube
+
+pytestmark = pytest.mark.timeout(1500)
+
+SMOKE = "gangsched.kubeflow.gang_smoke_test : "
+EXTRA = {"gangsched_gang_scheduler": "volcano", "gangsched_trainer": True, "gang_smoke_test_control": True}
+
+
+def _trainer_deployments(lab) -> set[str]:
+    apps = k.AppsV1Api(kube.api(lab))
+    return {
+        f"{d.metadata.namespace}/{d.metadata.name}"
+        for d in apps.list_deployment_for_all_namespaces().items
+        if d.metadata.namespace in ("kubeflow-system", "jobset-system")
+    }
+
+
+def test_site_with_trainer_proves_trainjobs_and_converges(lab):
+    run = playbook(lab, "site", **EXTRA)
+    assert run.rc == 0, run.failures()
+    assert _trainer_deployments(lab) == {
+        "kubeflow-system/kubeflow-trainer-controller-manager",
+        "jobset-system/jobset-controller-manager",
+    }
+    fits = [r for r in run.results(SMOKE + "Fitting gang runs as a whole") if r.get("verdict")]
+    big = [r for r in run.results(SMOKE + "Oversized gang stays entirely Pending") if r.get("verdict")]
+    # the role ran twice: pods, then a TrainJob
+    assert [r["verdict"] for r in fits] == ["gang_held_running"] * 2, fits
+    assert [r["verdict"] for r in big] == ["gang_held_pending"] * 2, big
+    assert [(r.get("control") or {}).get("verdict") for r in big] == ["partial"] * 2, big
+
+    again = playbook(lab, "site", "--skip-tags", "smoke", **EXTRA)
+    assert again.rc == 0, again.failures()
+    assert again.changed() == [], again.changed()
+
+    info = module(lab, "gang_info")
+    assert info["problems"] == [], info["problems"]
+
+
+def test_uninstall_removes_trainer_and_jobset(lab):
+    run = playbook(lab, "uninstall", **EXTRA)
+    assert run.rc == 0, run.failures()
+    assert _trainer_deployments(lab) == set()

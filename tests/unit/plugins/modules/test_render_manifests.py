@@ -1,0 +1,96 @@
+"""render_manifests through Ansible on this machine: one file per object, written only when its text
+changes, stale files pruned, check mode writing nothing, diff naming each file; bad input failing before
+anything is written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[4]
+BIN = Path(sys.executable).parent
+
+
+def _run(args: dict, check: bool = False) -> dict:
+    cmd = [
+        str(BIN / "ansible"),
+        "localhost",
+        "-m",
+        "gangsched.kubeflow.render_manifests",
+        "-a",
+        json.dumps(args),
+        "--diff",
+    ]
+    cmd += ["--check"] if check else []
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+    }
+    out = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    data = json.loads(out.stdout)
+    return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def _objects(replicas: int = 1) -> list[dict]:
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gang"}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "sched", "namespace": "gang"},
+            "spec": {"replicas": replicas},
+        },
+    ]
+
+
+def test_writes_each_object_once_then_only_what_changed_and_prunes(tmp_path):
+    out = tmp_path / "r"
+    (tmp_path / "r").mkdir()
+    (out / "configmap-gang-old.yaml").write_text("stale")
+    (out / "README.md").write_text("kept")
+
+    check = _run({"path": str(out), "objects": _objects()}, check=True)
+    assert check["changed"] is True and sorted(p.name for p in out.iterdir()) == [
+        "README.md",
+        "configmap-gang-old.yaml",
+    ]
+
+    first = _run({"path": str(out), "objects": _objects()})
+    assert first["changed"] is True
+    assert first["files"] == ["namespace-gang.yaml", "deployment-gang-sched.yaml"]
+    assert first["removed"] == ["configmap-gang-old.yaml"]
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "deployment-gang-sched.yaml", "namespace-gang.yaml"]
+    assert yaml.safe_load((out / "deployment-gang-sched.yaml").read_text()) == _objects()[1]
+    assert {d["before_header"] for d in first["diff"]} == {str(out / n) for n in first["written"] + first["removed"]}
+
+    again = _run({"path": str(out), "objects": _objects()})
+    assert again["changed"] is False and again["written"] == [] and again["removed"] == []
+
+    changed = _run({"path": str(out), "objects": _objects(replicas=2)})
+    assert changed["written"] == ["deployment-gang-sched.yaml"], changed
+    assert yaml.safe_load((out / "deployment-gang-sched.yaml").read_text())["spec"]["replicas"] == 2
+
+
+def test_bad_input_writes_nothing_and_names_the_entry(tmp_path):
+    out = tmp_path / "r"
+    bad = _run({"path": str(out), "objects": [*_objects(), {"kind": "Service", "metadata": {}}]})
+    assert bad["failed"] is True and "objects[2]" in bad["msg"] and "nothing was written" in bad["msg"], bad["msg"]
+    assert not out.exists()
+    twice = _objects() + [{**_objects()[1], "spec": {"replicas": 3}}]
+    clash = _run({"path": str(out), "objects": twice})
+    assert clash["failed"] is True and "listed twice, differently" in clash["msg"], clash["msg"]
+    assert not out.exists()
+    same = _run({"path": str(out), "objects": _objects() + [_objects()[0]]})
+    assert same["changed"] is True and same["files"] == ["namespace-gang.yaml", "deployment-gang-sched.yaml"], same
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    notdir = _run({"path": str(afile), "objects": _objects()})
+    assert notdir["failed"] is True and "is not a directory" in notdir["msg"]
