@@ -1,10 +1,11 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Private to this collection: which Deployments are gang schedulers and which are Kubeflow operators,
-classified from one list of Deployments already read (and the kube-scheduler static pods, and the
-KubeSchedulerConfigurations the schedulers read). Pure: the service layer does the reads
-(``_service.find_schedulers``). Not a public API."""
+"""Private to this collection: which Deployments are gang schedulers, which are Kubeflow operators and
+which run Kubeflow Trainer v2's controller, classified from one list of Deployments already read (and
+the kube-scheduler static pods, the KubeSchedulerConfigurations the schedulers read, and the pods that
+tell when Trainer started). Pure: the service layer does the reads (``_service.find_schedulers``). Not
+a public API."""
 
 from __future__ import annotations
 
@@ -135,3 +136,71 @@ def operators(deployments: list[dict]) -> list[dict]:
             if kind:
                 out.append({"operator": kind, "deployment": dep, "container": c})
     return out
+
+
+# ---- Kubeflow Trainer v2: its controller, and when its pods started ----------------------------------
+# image name (last path components) -> what runs it; a mirror under any registry matches
+TRAINER_IMAGES = {"trainer-controller-manager": "trainer"}
+
+
+def trainers(deployments: list[dict]) -> list[dict]:
+    """Kubeflow Trainer v2 controllers running as Deployments: {deployment, container} for each container
+    that runs trainer-controller-manager's image (whatever the Deployment is called)."""
+    out = []
+    for dep in deployments:
+        for c in dep["spec"]["template"]["spec"].get("containers") or []:
+            if _images.image_kind(c.get("image", ""), TRAINER_IMAGES):
+                out.append({"deployment": dep, "container": c})
+    return out
+
+
+def selects(selector: dict | None, labels: dict) -> bool:
+    """Whether a label selector (matchLabels and matchExpressions) selects ``labels``. A missing selector
+    selects nothing; an empty one selects everything, as in Kubernetes."""
+    if selector is None:
+        return False
+    labels = labels or {}
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+    return True
+
+
+def pod_started(pod: dict, container: str) -> str | None:
+    """When ``container`` of a pod last started (its running state's startedAt: a restarted container
+    starts its process again), else when the pod started if it runs; None for a pod not running or
+    being deleted."""
+    md, st = pod.get("metadata") or {}, pod.get("status") or {}
+    if md.get("deletionTimestamp"):
+        return None
+    for cs in st.get("containerStatuses") or []:
+        if cs.get("name") == container:
+            running = (cs.get("state") or {}).get("running")
+            return (running or {}).get("startedAt")
+    return st.get("startTime") if st.get("phase") == "Running" else None
+
+
+def deployment_started(dep: dict, container: str, pods: list[dict]) -> str | None:
+    """The earliest start (``pod_started``) of the Deployment's running pods: those in its namespace its
+    selector selects. None when none runs."""
+    ns, sel = dep["metadata"]["namespace"], (dep.get("spec") or {}).get("selector")
+    times = [
+        t
+        for p in pods
+        if (p.get("metadata") or {}).get("namespace") == ns and selects(sel, (p.get("metadata") or {}).get("labels"))
+        for t in [pod_started(p, container)]
+        if t
+    ]
+    return min(times) if times else None

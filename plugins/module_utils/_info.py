@@ -15,9 +15,12 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _images,
     _operators,
     _podgroups,
+    _runtimes,
     _schedulers,
     _service,
+    _workloads,
 )
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import NotFound
 
 DEVICE_PLUGIN_IMAGES = {"k8s-device-plugin": "nvidia-device-plugin", "gpu-operator": "gpu-operator"}
 # The k8s-device-plugin image also runs these helpers, which advertise no GPU (the chart's MPS control
@@ -347,15 +350,152 @@ def stalled(pods: list[dict], schedulers: list[dict], ops: list[dict], now: floa
     return out
 
 
+# ---- Kubeflow Trainer v2 --------------------------------------------------------------------------
+def pod_keep(trainers: list[dict]):
+    """What the cluster-wide pod scan keeps of each pod: ``_capacity.slim_pod``, and for the pods of
+    Trainer's Deployments (``_discovery.trainers``) also when they and their containers started."""
+    if not trainers:
+        return _capacity.slim_pod
+    deps = [t["deployment"] for t in trainers]
+
+    def keep(pod: dict) -> dict:
+        out = _capacity.slim_pod(pod)
+        md = pod.get("metadata") or {}
+        if any(
+            md.get("namespace") == d["metadata"]["namespace"]
+            and _discovery.selects((d.get("spec") or {}).get("selector"), md.get("labels"))
+            for d in deps
+        ):
+            st = pod.get("status") or {}
+            out["status"]["startTime"] = st.get("startTime")
+            out["status"]["containerStatuses"] = [
+                {"name": c.get("name"), "state": {"running": (c.get("state") or {}).get("running")}}
+                for c in st.get("containerStatuses") or []
+            ]
+        return out
+
+    return keep
+
+
+def trainer_controllers(found: list[dict], pods: list[dict]) -> list[dict]:
+    out = []
+    for f in found:
+        dep, c = f["deployment"], f["container"]
+        out.append(
+            {
+                "deployment": f"{dep['metadata']['namespace']}/{dep['metadata']['name']}",
+                "container": c["name"],
+                "image": c.get("image"),
+                "version": _images.image_repo(c.get("image") or "")[1] or None,
+                "ready": _discovery.ready(dep),
+                "started": _discovery.deployment_started(dep, c["name"], pods),
+            }
+        )
+    return out
+
+
+def sp_gang_kinds(ops: list[dict]) -> dict:
+    """(kind, apiVersion) -> operator, of the Kubeflow v1 job kinds an operator gang-schedules on
+    scheduler-plugins (its gang flag names a scheduler other than volcano): it makes each such job a
+    PodGroup scheduling.x-k8s.io named after the job. ``ops``: ``operator_facts`` (with ``_container``)."""
+    out: dict = {}
+    for o in ops:
+        v = o["gang_value"]
+        if not v or v == "volcano":
+            continue
+        label = _operators.OPERATORS[o["operator"]]["label"]
+        if o["operator"] == "training_operator":
+            schemes = _operators.enabled_schemes(o["_container"])
+            for kind in _workloads.REPLICA_SPECS:
+                if schemes is None or kind.lower() in schemes:
+                    out.setdefault((kind, "kubeflow.org/v1"), label)
+        elif o["operator"] == "mpi_operator":
+            out.setdefault(("MPIJob", _workloads.JOB_API["MPIJob"]), label)
+    return out
+
+
+def _scan_or_empty(client, path: str, what: str, keep) -> list:
+    try:
+        return client.scan(path, what=what, keep=keep)
+    except NotFound:  # the kind is not served (its CRD is not installed)
+        return []
+
+
+def _slim_trainjob(tj: dict) -> dict:
+    md, spec = tj.get("metadata") or {}, tj.get("spec") or {}
+    trainer = spec.get("trainer") or {}
+    return {
+        "metadata": {"namespace": md.get("namespace"), "name": md.get("name")},
+        "spec": {
+            "runtimeRef": spec.get("runtimeRef") or {},
+            "trainer": {"resourcesPerNode": trainer["resourcesPerNode"]} if trainer.get("resourcesPerNode") else {},
+        },
+    }
+
+
+def trainer_info(client, found: list[dict], pods: list[dict], schedulers: list[dict], crds: dict, ops: list[dict]):
+    """Kubeflow Trainer v2: (its facts, its problems). One CRD read when Trainer is not installed; else
+    one list per runtime kind and one of TrainJobs, and, only when a TrainJob on a coscheduling runtime
+    could share its PodGroup with a Kubeflow v1 job, one list per job kind an operator gangs on
+    scheduler-plugins."""
+    controllers = trainer_controllers(found, pods)
+    crd = _service.crd(client, _runtimes.TRAINJOB_CRD)
+    facts = {"installed": _service.crd_established(crd), "controllers": controllers, "runtimes": []}
+    if not facts["installed"]:
+        return facts, []
+    version = _runtimes.served_version(crd)
+    runtimes = []
+    for kind in _runtimes.KINDS:
+        for rt in client.list_or_empty(_runtimes.path(kind, version, None), what=f"{kind}s (all namespaces)"):
+            rt["kind"] = kind
+            runtimes.append(rt)
+    trainjobs = _scan_or_empty(
+        client,
+        f"/apis/{_runtimes.GROUP}/{version}/{_runtimes.TRAINJOB_PLURAL}",
+        "TrainJobs (all namespaces)",
+        _slim_trainjob,
+    )
+    crd_of = {}
+    for policy, gang in _runtimes.GANG_OF_POLICY.items():
+        name = _podgroups.crd_name(gang)
+        crd_of[policy] = (name, crds.get(name))
+    crd_ok = {p: _runtimes.crd_followed(c, controllers) for p, (_name, c) in crd_of.items()}
+    facts["runtimes"] = [_runtimes.runtime_fact(rt, schedulers, crd_ok) for rt in runtimes]
+    probs = [p for rt in runtimes for p in _runtimes.runtime_problems(rt, schedulers)]
+    probs += _runtimes.podgroup_crd_problems(runtimes, crd_of, controllers)
+    for v in sorted({c["version"] for c in controllers if c["version"]}):
+        probs += _runtimes.resources_per_node_problems(v, trainjobs, runtimes)
+    kinds = sp_gang_kinds(ops)
+    if kinds and any(
+        _runtimes.gang_policy(_runtimes.runtime_of(tj, runtimes) or {}) == "coscheduling" for tj in trainjobs
+    ):
+        jobs = []
+        for (kind, api_version), label in sorted(kinds.items()):
+            jobs += _scan_or_empty(
+                client,
+                f"/apis/{api_version}/{kind.lower()}s",
+                f"{kind}s (all namespaces)",
+                lambda j, kind=kind, label=label: {
+                    "kind": kind,
+                    "namespace": (j.get("metadata") or {}).get("namespace"),
+                    "name": (j.get("metadata") or {}).get("name"),
+                    "operator": label,
+                },
+            )
+        probs += _runtimes.name_clash_problems(trainjobs, runtimes, jobs)
+    return facts, probs
+
+
 def gather(client, params: dict, now: float) -> dict:
     version = client.get("/version", what="the API server version")
     nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
-    pods = client.scan("/api/v1/pods", what="Pods (all namespaces)", keep=_capacity.slim_pod)
+    # one list of every Deployment, classified into schedulers, operators and Trainer's controllers
+    deployments = _service.list_deployments(client)
+    trainers = _discovery.trainers(deployments)
+    pods = client.scan("/api/v1/pods", what="Pods (all namespaces)", keep=pod_keep(trainers))
     per_node = _capacity.nodes_capacity(nodes, pods)
     for entry, node in zip(per_node, nodes, strict=True):
         entry["labels"] = node["metadata"].get("labels") or {}
-    # one list of every Deployment, classified into schedulers and operators
-    deployments = _service.list_deployments(client)
     schedulers = _service.find_schedulers(client, deployments)
     crds = {}
     for name, kind in _podgroups.CRDS.items():
@@ -365,6 +505,7 @@ def gather(client, params: dict, now: float) -> dict:
                 "scheduler": kind,
                 "established": _service.crd_established(obj),
                 "versions": [v["name"] for v in obj["spec"].get("versions") or [] if v.get("served")],
+                "created": obj["metadata"].get("creationTimestamp"),
             }
     ops = operator_facts(client, _discovery.operators(deployments))
     plugins = []
@@ -387,6 +528,8 @@ def gather(client, params: dict, now: float) -> dict:
     probs = problems(client, ops, schedulers, crds, plugins)
     probs += koordinator_problems(client, schedulers, version.get("gitVersion"))
     probs += stalled(pods, schedulers, ops, now, params["partial_threshold_seconds"])
+    trainer_facts, trainer_probs = trainer_info(client, trainers, pods, schedulers, crds, ops)
+    probs += trainer_probs
     for o in ops:
         o.pop("_container")
     gpu = [n for n in per_node if n["capacity"]]
@@ -404,6 +547,7 @@ def gather(client, params: dict, now: float) -> dict:
         "podgroup_crds": crds,
         "operators": ops,
         "device_plugins": plugins,
+        "trainer": trainer_facts,
         "problems": probs,
         "partial_gangs": partial_gangs(pods, now, params["partial_threshold_seconds"]),
     }

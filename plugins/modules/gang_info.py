@@ -14,7 +14,8 @@ description:
   - Read-only. Reports the Kubernetes version; per node GPU capacity, allocatable, requested and free;
     the gang schedulers found (Volcano, scheduler-plugins as a second or the default scheduler,
     kube-batch, Koordinator) with versions and profile names; PodGroup CRDs; Kubeflow operators and
-    the gang flag in effect; GPU device plugins.
+    the gang flag in effect; GPU device plugins; Kubeflow Trainer v2 (its controller, version and start,
+    and each TrainingRuntime and ClusterTrainingRuntime with its gang policy and scheduler names).
   - RV(problems) lists what breaks gangs, each with a fix, for example a flag naming a scheduler that
     is not running, the C(--gang-scheduler-name=scheduler-plugins) trap, a missing PodGroup CRD, the
     MPIJob CRD clash, two GPU device plugins, a Volcano scheduler whose C(--scheduler-name) does not serve
@@ -22,6 +23,22 @@ description:
     pods with its scheduler name that it neither bound nor rejected, no C(PodScheduled) condition, for
     O(partial_threshold_seconds) or more; frozen, hung, or without its leader lease), or Pending pods
     naming a gang scheduler that nobody serves.
+  - For Kubeflow Trainer v2, RV(problems) also lists a runtime with a C(podGroupPolicy) whose replicated
+    jobs set no C(schedulerName) (Trainer never sets one, so the pods go to the default scheduler, which
+    ignores their PodGroup, and a TrainJob that does not fit starts partially) or name different
+    schedulers; a runtime whose C(schedulerName) no running scheduler serves for its policy (for example
+    C(coscheduling) with C(volcano), or no scheduler for the policy running at all); the PodGroup CRD of a
+    policy in use missing, or created after Trainer's pod started (Trainer watches PodGroups only when their
+    CRD exists at its start; the fix is a rollout restart of its Deployment); containers of a gang runtime
+    with limits but no requests (the PodGroup's minResources comes out empty); a TrainJob and a Kubeflow v1
+    job (PyTorchJob, TFJob, MPIJob, ...) of the same name in one namespace both gang-scheduled by
+    scheduler-plugins (they share one PodGroup, whose minMember each controller overwrites); and Trainer
+    v2.1.x with a TrainJob that sets C(trainer.resourcesPerNode), which that version leaves out of the
+    PodGroup's minResources.
+  - Trainer's runtimes and TrainJobs are read only when its CRD C(trainjobs.trainer.kubeflow.org) exists
+    (one list per runtime kind and one of TrainJobs); the Kubeflow v1 jobs only when a TrainJob on a
+    C(coscheduling) runtime could clash with them (one list per job kind an operator gangs on
+    scheduler-plugins).
   - RV(partial_gangs) lists PodGroups and Kubeflow jobs with some members bound and others Pending
     longer than O(partial_threshold_seconds), with the GPUs they hold; this is the deadlock the
     all-or-nothing rule prevents.
@@ -93,10 +110,13 @@ schedulers:
   elements: dict
   sample: [{"kind": "volcano", "namespace": "volcano-system", "name": "volcano-scheduler", "gang_profiles": ["volcano"]}]
 podgroup_crds:
-  description: PodGroup CRDs present, by name, with the scheduler they belong to and their served versions.
+  description:
+    - PodGroup CRDs present, by name, with the scheduler they belong to, whether they are Established, their
+      served versions and when they were created (C(created), their C(creationTimestamp)).
   returned: always
   type: dict
-  sample: {"podgroups.scheduling.volcano.sh": {"scheduler": "volcano", "established": true, "versions": ["v1beta1"]}}
+  sample: {"podgroups.scheduling.volcano.sh": {"scheduler": "volcano", "established": true, "versions": ["v1beta1"],
+           "created": "2025-06-01T10:00:00Z"}}
 operators:
   description: Kubeflow operator Deployments with their gang flag and its value.
   returned: always
@@ -109,6 +129,40 @@ device_plugins:
   type: list
   elements: dict
   sample: []
+trainer:
+  description: Kubeflow Trainer v2 (TrainJob, TrainingRuntime, ClusterTrainingRuntime).
+  returned: always
+  type: dict
+  contains:
+    installed:
+      description: Whether its CRD C(trainjobs.trainer.kubeflow.org) exists and is Established; the runtimes are read only then.
+      returned: always
+      type: bool
+      sample: true
+    controllers:
+      description:
+        - Deployments running C(trainer-controller-manager)'s image (whatever their name and namespace).
+        - C(version) is the image tag; C(started) is when the oldest of its running pods started (its container's
+          last start, else the pod's C(startTime)), null when none runs.
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"deployment": "kubeflow-system/kubeflow-trainer-controller-manager", "container": "manager",
+                "image": "ghcr.io/kubeflow/trainer/trainer-controller-manager:v2.2.0", "version": "v2.2.0",
+                "ready": true, "started": "2025-06-01T10:02:00Z"}]
+    runtimes:
+      description:
+        - Every ClusterTrainingRuntime and TrainingRuntime (C(namespace) null for a ClusterTrainingRuntime).
+        - C(gang_policy) is the key of its C(spec.podGroupPolicy) (C(coscheduling), C(volcano)), null without one.
+        - C(scheduler_names) maps each replicated job to the C(schedulerName) of its pod template (null where unset).
+        - C(gang_ready) is true when it has a podGroupPolicy, Trainer watches the PodGroups of that policy (their CRD
+          existed when Trainer started), and RV(problems) lists nothing against it.
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"kind": "ClusterTrainingRuntime", "namespace": null, "name": "torch-distributed",
+                "gang_policy": "coscheduling", "scheduler_names": {"node": "scheduler-plugins-scheduler"},
+                "gang_ready": true}]
 problems:
   description: What breaks gang scheduling, each with the object, a message and a fix.
   returned: always
