@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-# Private to this collection: options every module has next to kubernetes.core's authentication
-# options. May change without notice.
+# Private to this collection: options and attributes every module that talks to the Kubernetes API has next
+# to kubernetes.core's authentication options. May change without notice.
 
 from __future__ import annotations
 
@@ -25,4 +25,15 @@ options:
     type: int
     default: 30
     version_added: 0.1.0
+attributes:
+  action_group:
+    description: Use C(group/gangsched.kubeflow.kubeflow) in C(module_defaults) to set defaults (such as the
+      authentication options) for this module.
+    support: full
+    membership:
+      - gangsched.kubeflow.kubeflow
+  platform:
+    description: Target the Kubernetes API; the module runs where the task runs (usually the controller, C(localhost)).
+    support: full
+    platforms: kubernetes
 """

@@ -23,8 +23,12 @@ description:
 author:
   - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
-  - gangsched.kubeflow._attributes.files
+  - gangsched.kubeflow._attributes
 attributes:
+  platform:
+    description: Writes files on the host the task runs on.
+    support: full
+    platforms: posix
   check_mode:
     support: full
     details: Reports the files that would be written or removed and writes nothing.
