@@ -55,15 +55,18 @@ def not_running_cause(schedulers: list[dict], gang: str, sname: str) -> str:
     return f"scheduler not running: no ready scheduler serves {sname!r}"
 
 
-def forbidden_podgroup_create(client, workload: str, gang_scheduler: str, ns: str) -> str | None:
+def forbidden_podgroup_create(
+    client, workload: str, gang_scheduler: str, ns: str, deployments: list[dict] | None = None
+) -> str | None:
     """The forbidden call, named, when the workload's operator may not create PodGroups in ``ns``
-    (a SubjectAccessReview as its ServiceAccount); None when it may, or when that cannot be asked."""
+    (a SubjectAccessReview as its ServiceAccount); None when it may, or when that cannot be asked.
+    ``deployments``: the operator's Deployments when already found (Trainer's, for a TrainJob)."""
     operator = _workloads.JOB_CRDS[workload][1]
     group = _podgroups.group(gang_scheduler)
     try:
-        found = [o for o in _service.find_operators(client) if o["operator"] == operator]
-        for o in found:
-            dep = o["deployment"]
+        if deployments is None:
+            deployments = [o["deployment"] for o in _service.find_operators(client) if o["operator"] == operator]
+        for dep in deployments:
             dns = dep["metadata"]["namespace"]
             sa = dep["spec"]["template"]["spec"].get("serviceAccountName") or "default"
             if not _service.allowed(client, dns, sa, ("create", group, "podgroups"), namespace=ns):

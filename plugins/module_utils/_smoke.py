@@ -23,7 +23,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke_input im
     preflight,
     validate,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._sweep import remove_stale, stale_pods
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._sweep import find_stale, remove_stale, stale_pods
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._trial import Trial, conduct
 
 
@@ -31,6 +31,14 @@ def run_absent(client, check_mode: bool) -> dict:
     """state=absent: remove everything any smoke run left behind, in all namespaces."""
     removed, left = remove_stale(client, None, None, check_mode)
     return {"changed": bool(removed), "stale_removed": removed, "left_behind": left}
+
+
+def _runtime_of(params: dict, pf: dict, run_id: str) -> dict:
+    """The result's ``runtime``: the Trainer runtime the TrainJob runs on, and whether the run made it."""
+    rt = pf.get("runtime")
+    if rt is not None:
+        return {"kind": rt["kind"], "name": rt["metadata"]["name"], "created": False}
+    return {"kind": "TrainingRuntime", "name": f"{params['namespace']}/smoke-{run_id}-gang", "created": True}
 
 
 def _finish(result: dict, params: dict) -> dict:
@@ -59,10 +67,11 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     check_report_dir(params.get("report_dir"), check_mode)
     run_id = params.get("run_id") or uuid.uuid4().hex[:8]
     # an earlier run interrupted before its cleanup may hold GPUs here: its pods do not count in the
-    # capacity maths, and are removed once every input is known to be good
-    pf = preflight(client, params, stale_pods(client, params["namespace"], run_id))
+    # capacity maths, and what it left is removed once every input is known to be good (one scan for both)
+    found = find_stale(client, params["namespace"], run_id)
+    pf = preflight(client, params, stale_pods(client, params["namespace"], run_id, found))
     exp, cap = expected(params, resources, pf["nodes"], pf["pods"])
-    stale, stale_left = remove_stale(client, params["namespace"], run_id, check_mode)
+    stale, stale_left = remove_stale(client, params["namespace"], run_id, check_mode, found=found)
     if stale_left:
         raise GangError(
             f"objects of an earlier smoke run in namespace {params['namespace']} are still there after being "
@@ -80,6 +89,8 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
         "namespace": params["namespace"],
         "capacity": cap,
     }
+    if params["workload"] == "trainjob":
+        result["runtime"] = _runtime_of(params, pf, run_id)
     if not pf["scheduler_running"]:
         result.update(
             verdict=_verdict.ERROR,
@@ -87,13 +98,26 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
         )
         result["ok"] = False
         return _finish(result, params)
+    if pf.get("runtime_problem"):
+        # the user's runtime is not gang-scheduled: a run on it would start partially, or run a fitting
+        # TrainJob whole without any gang; nothing is created
+        result.update(verdict=_verdict.ERROR, cause=pf["runtime_problem"], ok=False)
+        return _finish(result, params)
     if check_mode:
         result.update(
             verdict=None, ok=None, skipped_reason="check mode: the smoke test creates pods, so it did not run"
         )
         return result
 
-    trial = Trial(client, params, run_id, pf["scheduler_name"], describe)
+    trial = Trial(
+        client,
+        params,
+        run_id,
+        pf["scheduler_name"],
+        describe,
+        runtime=pf.get("runtime"),
+        trainer_deployments=pf.get("trainer_deployments"),
+    )
     result["run_id"] = run_id
     left: list[str] = []
     with interrupt_handlers():

@@ -13,6 +13,7 @@ import tempfile
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _capacity,
+    _operators,
     _podgroups,
     _schedulers,
     _service,
@@ -39,6 +40,7 @@ def validate(params: dict) -> dict:
     """Resources as numbers; raises on bad input before anything is read, created or written."""
     if params["replicas"] < 1:
         raise GangError(f"replicas must be >= 1 (got {params['replicas']}): a gang needs members")
+    check_trainjob(params)
     res = params.get("resources")
     if not isinstance(res, dict) or not res:
         raise GangError("resources must be a mapping of resource name to quantity, e.g. {nvidia.com/gpu: 1}")
@@ -79,6 +81,24 @@ def validate(params: dict) -> dict:
                 f"use at most {most} characters"
             )
     return out
+
+
+def check_trainjob(params: dict) -> None:
+    """workload=trainjob and trainer_runtime go together with a scheduler a Trainer runtime can name."""
+    wl, gang, runtime = params.get("workload"), params.get("gang_scheduler"), params.get("trainer_runtime")
+    if runtime is not None and wl != "trainjob":
+        raise GangError(
+            f"trainer_runtime={runtime!r} is a Kubeflow Trainer v2 ClusterTrainingRuntime for workload=trainjob, "
+            f"not workload={wl}; set workload=trainjob or leave trainer_runtime out"
+        )
+    _operators.check_name("trainer_runtime", runtime, "ClusterTrainingRuntime", label=False)
+    if wl == "trainjob" and gang in _podgroups.LABEL_GANG_SCHEDULERS:
+        raise GangError(
+            f"workload=trainjob cannot be tested with gang_scheduler={gang}: a Trainer runtime's podGroupPolicy "
+            "makes PodGroups for scheduler-plugins (coscheduling) or Volcano only, and a label gang cannot be put "
+            "in a runtime (its size is each TrainJob's numNodes); use gang_scheduler=scheduler_plugins or volcano, "
+            "or another workload for koordinator"
+        )
 
 
 def check_namespace(params: dict, more: tuple) -> None:
@@ -131,16 +151,22 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     if not _service.crd_established(_service.crd(client, crd_name)):
         raise GangError(f"CustomResourceDefinition {crd_name} is missing: install {gang.replace('_', '-')} first")
     wl = params["workload"]
-    if wl in _workloads.JOB_CRDS:
-        name, op = _workloads.JOB_CRDS[wl]
+    crds = [_workloads.JOB_CRDS[wl]] if wl in _workloads.JOB_CRDS else []
+    if wl == "trainjob":
+        crds = [(c["crd"], c["label"]) for c in _workloads.TRAINJOB_CONTROLLERS.values()]
+    for name, op in crds:
         if not _service.crd_established(_service.crd(client, name)):
             raise GangError(
                 f"CustomResourceDefinition {name} is missing: install {op.replace('_', '-')} first (workload={wl})"
             )
-    schedulers = _service.find_schedulers(client)
+    deployments = _service.list_deployments(client)
+    schedulers = _service.find_schedulers(client, deployments)
     check_namespace(params, tuple(s["namespace"] for s in schedulers))
     sname = _schedulers.derive_scheduler_name(gang, params.get("scheduler_name"), schedulers)
     running = [s for s in schedulers if s["ready"] and _schedulers.serves(s, gang, sname)]
+    trainer: dict = {}
+    if wl == "trainjob":
+        trainer = trainjob_preflight(client, params, deployments, sname)
     nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
     pods = client.scan(
         "/api/v1/pods",
@@ -156,7 +182,34 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
         "schedulers": schedulers,
         "nodes": nodes,
         "pods": pods,
+        **trainer,
     }
+
+
+def trainjob_preflight(client, params: dict, deployments: list[dict], sname: str) -> dict:
+    """Trainer and JobSet running (their Deployments, by image), and the user's ClusterTrainingRuntime
+    (``trainer_runtime``) read: ``runtime`` (None: the run makes its own), ``runtime_problem`` (why it
+    cannot be proven gang-scheduled, with the fix), ``trainer_deployments`` (for the diagnosis)."""
+    missing = _workloads.controllers_missing(deployments)
+    if missing:
+        raise GangError(f"workload=trainjob needs Kubeflow Trainer v2 and JobSet running: {'; '.join(missing)}")
+    out = {
+        "runtime": None,
+        "runtime_problem": None,
+        "trainer_deployments": _workloads.controllers(deployments)["trainer"],
+    }
+    name = params.get("trainer_runtime")
+    if name:
+        path = f"{_workloads.kind_path('ClusterTrainingRuntime', _workloads.TRAINER_API)}/{name}"
+        rt = client.get_or_none(path, f"ClusterTrainingRuntime {name}")
+        if rt is None:
+            raise GangError(
+                f"ClusterTrainingRuntime {name} not found (trainer_runtime): name an existing one "
+                "(kubectl get clustertrainingruntimes), or leave trainer_runtime out to prove a runtime the test makes"
+            )
+        out["runtime"] = rt
+        out["runtime_problem"] = _workloads.runtime_problem(rt, params["gang_scheduler"], sname)
+    return out
 
 
 def expected(params: dict, resources: dict, nodes: list, pods: list) -> tuple[str, dict]:

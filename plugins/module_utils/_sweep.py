@@ -41,18 +41,30 @@ def find_stale(client, namespace: str | None, keep: str | None = None) -> list[t
     return out
 
 
-def stale_pods(client, namespace: str, keep: str) -> frozenset:
-    """'ns/name' of the pods ``find_stale`` finds: an earlier run interrupted before its cleanup may hold
-    GPUs with them."""
-    return frozenset(
-        w.split(" ", 1)[1] for _path, w, _going in find_stale(client, namespace, keep) if w.startswith("Pod ")
-    )
+def stale_pods(client, namespace: str, keep: str, found: list | None = None) -> frozenset:
+    """'ns/name' of the pods ``find_stale`` finds (``found``: what it found already): an earlier run
+    interrupted before its cleanup may hold GPUs with them."""
+    if found is None:
+        found = find_stale(client, namespace, keep)
+    return frozenset(w.split(" ", 1)[1] for _path, w, _going in found if w.startswith("Pod "))
 
 
-def remove_stale(client, namespace: str | None, keep: str | None, check_mode: bool, timeout: float = 120) -> tuple:
-    """Delete what ``find_stale`` finds and wait until its pods (and namespaces) are gone.
-    Returns (what was removed, what is still there after ``timeout``)."""
-    stale = find_stale(client, namespace, keep)
+# what a removal waits for until gone: pods (their GPUs), namespaces, TrainJobs and their runtimes
+_WAITED = ("Pod ", "Namespace ", *(f"{k} " for k in _workloads.WAITED_KINDS))
+
+
+def remove_stale(
+    client,
+    namespace: str | None,
+    keep: str | None,
+    check_mode: bool,
+    timeout: float = 120,
+    found: list | None = None,
+) -> tuple:
+    """Delete what ``find_stale`` finds (``found``: what it found already), jobs before their runtimes,
+    and wait until its pods, namespaces, TrainJobs and runtimes are gone. Returns (what was removed, what
+    is still there after ``timeout``)."""
+    stale = find_stale(client, namespace, keep) if found is None else found
     removed = [w for _path, w, _going in stale]
     if check_mode or not stale:
         return removed, []
@@ -66,9 +78,7 @@ def remove_stale(client, namespace: str | None, keep: str | None, check_mode: bo
     deadline = time.monotonic() + timeout
     left = removed
     while time.monotonic() < deadline:
-        left = [
-            w for p, w, _going in stale if w.startswith(("Pod ", "Namespace ")) and client.get_or_none(p, w) is not None
-        ]
+        left = [w for p, w, _going in stale if w.startswith(_WAITED) and client.get_or_none(p, w) is not None]
         if not left:
             break
         time.sleep(0.5)
@@ -88,11 +98,14 @@ def wait_namespace_gone(client, ns: str, timeout: float, clock=time.monotonic) -
 def remove_run(
     client, ns: str, run_id: str, created: list[dict], namespace: bool, timeout: float, clock=time.monotonic
 ) -> list[str]:
-    """Delete everything labelled with smoke run ``run_id`` of the kinds in ``created`` (pods last), and
-    (``namespace``) the namespace ``ns``; returns what is left after ``timeout`` (should be nothing)."""
+    """Delete everything labelled with smoke run ``run_id`` of the kinds in ``created`` (jobs first, then
+    runtimes, pods last) and (``namespace``) the namespace ``ns``; returns what is left after ``timeout``
+    (should be nothing) of the run's pods, TrainJobs and runtimes (the garbage collector removes a
+    TrainJob's JobSet and Jobs before their pods)."""
     sel = f"{_workloads.RUN_LABEL}={run_id}"
+    order = [k for k, _v in _workloads.RUN_KINDS]
     kinds = {(_workloads.collection_path(d), d["kind"]) for d in created}
-    for path, kind in sorted(kinds, key=lambda x: x[1] == "Pod"):
+    for path, kind in sorted(kinds, key=lambda x: order.index(x[1]) if x[1] in order else len(order)):
         try:
             client.request(
                 "DELETE",
@@ -102,12 +115,15 @@ def remove_run(
             )
         except NotFound:
             pass
+    waited = [(f"/api/v1/namespaces/{ns}/pods", "Pod")]
+    waited += sorted((p, k) for p, k in kinds if k in _workloads.WAITED_KINDS)
     deadline = clock() + timeout
     left: list[str] = []
     while clock() < deadline:
         left = [
-            f"Pod {ns}/{p['metadata']['name']}"
-            for p in client.list_or_empty(f"/api/v1/namespaces/{ns}/pods", labelSelector=sel)
+            f"{kind} {ns}/{o['metadata']['name']}"
+            for path, kind in waited
+            for o in client.list_or_empty(path, labelSelector=sel)
         ]
         if not left:
             break

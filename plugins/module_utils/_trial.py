@@ -14,12 +14,15 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._diagnosis impo
     forbidden_podgroup_create,
     gang_cause,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._interrupt import Interrupted, controller_gone
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._sweep import remove_run, wait_namespace_gone
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher
 
 PODGROUP_WAIT = 30.0
+# Trainer's validating webhook looks a TrainJob's runtime up in its informer cache: a TrainJob created
+# right after its runtime is refused ("not found") until the cache has the runtime
+RUNTIME_SEEN_WAIT = 15.0
 # the liveness canary: one member of a gang of one, no GPU, so any live scheduler serving the name binds it
 CANARY_RESOURCES = {"cpu": "10m", "memory": "16Mi"}
 CANARY_LABEL = "gangsched.kubeflow/canary"
@@ -37,13 +40,27 @@ class Trial:
     """The objects of smoke run ``run_id`` in ``params["namespace"]``, for the pods' scheduler name
     ``scheduler_name``; ``describe``: that scheduler as messages name it (describe_scheduler)."""
 
-    def __init__(self, client, params: dict, run_id: str, scheduler_name: str, describe: str, clock=time.monotonic):
+    def __init__(
+        self,
+        client,
+        params: dict,
+        run_id: str,
+        scheduler_name: str,
+        describe: str,
+        clock=time.monotonic,
+        runtime: dict | None = None,
+        trainer_deployments: list[dict] | None = None,
+    ):
+        """``runtime``: the user's ClusterTrainingRuntime a TrainJob runs on (None: the run's own);
+        ``trainer_deployments``: Trainer's Deployments, for the diagnosis of a missing PodGroup."""
         self.client, self.params, self.run_id, self.clock = client, params, run_id, clock
         self.sname, self.describe = scheduler_name, describe
+        self.runtime, self.trainer_deployments = runtime, trainer_deployments
         self.ns = params["namespace"]
         self.created_ns = False
         self.created: list[dict] = []
         self.liveness: dict = {}
+        self.podgroup: dict | None = None
 
     def ensure_namespace(self) -> None:
         obj = self.client.get_or_none(f"/api/v1/namespaces/{self.ns}", f"Namespace {self.ns}")
@@ -105,10 +122,30 @@ class Trial:
     def create(self, docs: list[dict]) -> None:
         for d in docs:
             what = f"{d['kind']} {self.ns}/{d['metadata']['name']}"
-            self.client.request(
-                "POST", _workloads.collection_path(d), body=d, what=what, query={"fieldManager": _service.FIELD_MANAGER}
-            )
+            t0 = self.clock()
+            while True:
+                try:
+                    self.client.request(
+                        "POST",
+                        _workloads.collection_path(d),
+                        body=d,
+                        what=what,
+                        query={"fieldManager": _service.FIELD_MANAGER},
+                    )
+                    break
+                except Forbidden as e:
+                    if not self._runtime_not_seen_yet(d, e) or self.clock() - t0 > RUNTIME_SEEN_WAIT:
+                        raise
+                    time.sleep(0.5)
             self.created.append(d)
+
+    def _runtime_not_seen_yet(self, doc: dict, e: Forbidden) -> bool:
+        """A TrainJob refused because its runtime, created by this run just before, is not found (yet)."""
+        if doc["kind"] != "TrainJob":
+            return False
+        ref = doc["spec"]["runtimeRef"]
+        mine = any(d["kind"] == ref["kind"] and d["metadata"]["name"] == ref["name"] for d in self.created)
+        return mine and "not found" in e.msg and ref["name"] in e.msg
 
     def watch(
         self, gang: _verdict.Gang, selector: str, expect: str, timeout: float, job: dict | None, probe: bool = False
@@ -126,11 +163,7 @@ class Trial:
             now = self.clock() - t0
             got = (obj.get("spec") or {}).get("schedulerName")
             if job is not None and kind != "DELETED" and got != sname:
-                raise _NoPodGroup(
-                    f"{job['kind']} {self.ns}/{job['metadata']['name']}: the operator created pod "
-                    f"{obj['metadata']['name']} for scheduler {got!r}, not {sname!r}, so it is not gang-scheduled; "
-                    "set the operator's gang flag (gangsched.kubeflow.operator_gang)"
-                )
+                raise _NoPodGroup(self._wrong_scheduler(job, obj["metadata"]["name"], got))
             gang.observe("DELETED" if kind == "DELETED" else "MODIFIED", obj, now)
             state["verdict"] = gang.verdict(now, settle, expect)
             return state["verdict"] is not None
@@ -154,12 +187,16 @@ class Trial:
             if pg_path and state["pg_seen"] is None:
                 pg = self.client.get_or_none(pg_path, "PodGroup")
                 if pg is not None:
+                    if job["kind"] == "TrainJob":
+                        # Trainer's PodGroup: owned by the TrainJob and counting all its pods, or no proof
+                        self.podgroup = self._trainer_podgroup(job, pg, gang.size)
                     if done:
                         return state["verdict"]
                     state["pg_seen"] = now
                     gang.observe_group(pg, now)
-                    if gang.all_present_at is None:
-                        gang.all_present_at = now  # the operator holds the pods back until the gang fits
+                    if gang.all_present_at is None and job["kind"] != "TrainJob":
+                        # the operator holds the pods back until the gang fits (JobSet makes a TrainJob's at once)
+                        gang.all_present_at = now
                 elif now > PODGROUP_WAIT or done:
                     raise _NoPodGroup(self._no_podgroup(job))
             elif pg_path and not gang.ever_bound():
@@ -193,15 +230,61 @@ class Trial:
                     )
         return gang.final(self.clock() - t0, settle)
 
+    def _wrong_scheduler(self, job: dict, pod: str, got: str | None) -> str:
+        what = f"{job['kind']} {self.ns}/{job['metadata']['name']}"
+        if job["kind"] == "TrainJob":
+            return (
+                f"{what}: JobSet created pod {pod} for scheduler {got!r}, not {self.sname!r}, so it is not "
+                f"gang-scheduled: the runtime's pod templates must name the scheduler (Trainer never sets it); "
+                "make the runtime gang-scheduled with the gangsched.kubeflow.trainer_runtime_gang filter"
+            )
+        return (
+            f"{what}: the operator created pod {pod} for scheduler {got!r}, not {self.sname!r}, so it is not "
+            "gang-scheduled; set the operator's gang flag (gangsched.kubeflow.operator_gang)"
+        )
+
+    def _trainer_podgroup(self, job: dict, pg: dict, members: int) -> dict:
+        """What shows Trainer made the TrainJob's PodGroup for the whole gang: owned by the TrainJob,
+        minMember all its pods. Raises _NoPodGroup otherwise (the gang would not be all or nothing)."""
+        name = job["metadata"]["name"]
+        md, spec = pg.get("metadata") or {}, pg.get("spec") or {}
+        owners = [f"{o.get('kind')} {o.get('name')}" for o in md.get("ownerReferences") or []]
+        got = {"name": name, "min_member": spec.get("minMember"), "owners": owners}
+        if f"TrainJob {name}" not in owners:
+            raise _NoPodGroup(
+                f"PodGroup {self.ns}/{name} is not Trainer's for TrainJob {self.ns}/{name} (owners: "
+                f"{', '.join(owners) or 'none'}): something else made a PodGroup of that name, and Trainer does not "
+                "update one it did not make; remove it and re-run"
+            )
+        if spec.get("minMember") != members:
+            raise _NoPodGroup(
+                f"PodGroup {self.ns}/{name} that Trainer made for TrainJob {self.ns}/{name} has minMember "
+                f"{spec.get('minMember')}, not the TrainJob's {members} pods: the gang would not be all or nothing; "
+                "check the runtime's replicated jobs (numNodes goes to the one labelled "
+                f"{_workloads.ANCESTOR}={_workloads.TRAINER_STEP})"
+            )
+        return got
+
     def _no_podgroup(self, job: dict) -> str:
         """Why the operator made no PodGroup: the first create it may not do, asked of the API server as
         its ServiceAccount; else the flag or the rights to check."""
         what = f"{job['kind']} {self.ns}/{job['metadata']['name']}"
-        generic = (
-            f"no PodGroup was created for {what} in {PODGROUP_WAIT:.0f}s: check the operator's gang flag "
-            "(gangsched.kubeflow.operator_gang) and its rights on podgroups (gangsched.kubeflow.gang_rbac)"
+        gang = self.params["gang_scheduler"]
+        if job["kind"] == "TrainJob":
+            generic = (
+                f"no PodGroup was created for {what} in {PODGROUP_WAIT:.0f}s although its runtime has a "
+                f"podGroupPolicy: Trainer watches {_podgroups.group(gang)} PodGroups only if their CRD existed when "
+                "it started (restart its Deployment after installing the scheduler), and needs the rights to "
+                f"create them; read its log"
+            )
+        else:
+            generic = (
+                f"no PodGroup was created for {what} in {PODGROUP_WAIT:.0f}s: check the operator's gang flag "
+                "(gangsched.kubeflow.operator_gang) and its rights on podgroups (gangsched.kubeflow.gang_rbac)"
+            )
+        denied = forbidden_podgroup_create(
+            self.client, self.params["workload"], gang, self.ns, deployments=self.trainer_deployments
         )
-        denied = forbidden_podgroup_create(self.client, self.params["workload"], self.params["gang_scheduler"], self.ns)
         return f"no PodGroup was created for {what}: {denied}" if denied else generic
 
     def one_gang(self, resources: dict, expect: str, control: bool) -> dict:
@@ -212,7 +295,22 @@ class Trial:
         suffix = "control" if control else "gang"
         name = f"smoke-{self.run_id}-{suffix}"
         job = None
-        if control:
+        size = params["replicas"]
+        if wl == "trainjob":
+            # the control: the same TrainJob on the runtime without podGroupPolicy and schedulerName
+            docs, selector = _workloads.trainjob(
+                self.ns,
+                name,
+                self.run_id,
+                params["replicas"],
+                resources,
+                None if control else params["gang_scheduler"],
+                None if control else self.sname,
+                self.runtime,
+            )
+            size = _workloads.trainjob_members(self.runtime, params["replicas"])
+            job = None if control else docs[-1]
+        elif control:
             docs, selector = _workloads.pods(
                 self.ns, name, self.run_id, params["replicas"], resources, None, "default-scheduler"
             )
@@ -225,7 +323,7 @@ class Trial:
                 wl, self.ns, name, self.run_id, params["replicas"], resources, params["gang_scheduler"], self.sname
             )
             job = docs[0]
-        gang = _verdict.Gang(size=params["replicas"], skew_seconds=params["skew_seconds"])
+        gang = _verdict.Gang(size=size, skew_seconds=params["skew_seconds"])
         t0 = time.monotonic()
         cause = None
         exp = "pending" if control else expect
@@ -247,6 +345,8 @@ class Trial:
         }
         if cause:
             out["cause"] = cause
+        if job is not None and job["kind"] == "TrainJob":
+            out["podgroup"] = self.podgroup
         return out
 
     def liveness_summary(self) -> dict:

@@ -11,10 +11,20 @@ module: gang_smoke_test
 short_description: Run a gang and return an all-or-nothing verdict
 version_added: 0.1.0
 description:
-  - Creates a gang (plain pods with a PodGroup, or a PyTorchJob, TFJob or MPIJob through the Kubeflow
-    operators), watches its pods with the watch API and returns a verdict, then removes everything it
-    created (also on failure, timeout or SIGTERM). Every object carries the label
-    C(gangsched.kubeflow/smoke-run=<run id>).
+  - Creates a gang (plain pods with a PodGroup, a PyTorchJob, TFJob or MPIJob through the Kubeflow
+    operators, or a Kubeflow Trainer v2 TrainJob on a gang runtime), watches its pods with the watch API and
+    returns a verdict, then removes everything it created (also on failure, timeout or SIGTERM). Every
+    object it creates carries the label C(gangsched.kubeflow/smoke-run=<run id>).
+  - "O(workload=trainjob): a TrainJob of O(replicas) nodes. By default on a TrainingRuntime the run creates
+    in O(namespace) (one replicated job, Trainer's trainer step, with O(resources) requested and limited
+    per node, the fields JobSet's webhook would fill spelled out) and makes gang-scheduled as the
+    P(gangsched.kubeflow.trainer_runtime_gang#filter) filter does (C(podGroupPolicy), the scheduler's name
+    in the pod template). With O(trainer_runtime) it proves an existing ClusterTrainingRuntime instead. The
+    verdict needs Trainer's own PodGroup, named after the TrainJob, owned by it and counting all its pods
+    (C(minMember)); the pods are those of its JobSet (C(jobset.sigs.k8s.io/jobset-name=<TrainJob>)).
+    Needs Kubeflow Trainer v2 and JobSet running, their CRDs Established, and Trainer started after the
+    scheduler's PodGroup CRD was installed (it watches PodGroups only if their CRD existed at its start).
+    Not with O(gang_scheduler=koordinator): a runtime cannot carry a label gang."
   - "Verdicts: V(gang_held_running) (every member Running), V(gang_held_pending) (no member ever bound,
     and the scheduler marked every member unschedulable after all were there, O(skew_seconds) ago: the
     scheduler's own rejection of this gang), V(partial) (some members bound while another stayed unbound
@@ -40,7 +50,9 @@ description:
     free GPUs holds one member of 2)."
   - The task fails when the verdict is not the expected one; the returned timeline says why.
   - With O(control=true) the same pods are then run without a gang on the default scheduler, to show
-    the partial start gang scheduling prevents (its verdict is returned, not asserted).
+    the partial start gang scheduling prevents (its verdict is returned, not asserted). For
+    O(workload=trainjob) the control is the same TrainJob on a second TrainingRuntime the run creates, the
+    same runtime without C(podGroupPolicy) and C(schedulerName).
   - A run interrupted before its cleanup (SIGKILL, a cancelled pipeline) leaves labelled objects
     behind. The next run removes those in its O(namespace) before it measures capacity (RV(stale_removed));
     O(state=absent) removes them in all namespaces and runs no test. Run one smoke test at a time per namespace.
@@ -67,7 +79,10 @@ options:
     description:
       - V(present) runs the test.
       - V(absent) runs no test and removes every object labelled C(gangsched.kubeflow/smoke-run) in all
-        namespaces (jobs, PodGroups, pods, and namespaces a run created), as left by interrupted runs.
+        namespaces (jobs, TrainJobs and their TrainingRuntimes, PodGroups, pods, and namespaces a run created),
+        as left by interrupted runs. A TrainJob is deleted before its runtime (Trainer's webhook refuses any
+        change to a TrainJob whose runtime is gone) and the garbage collector removes its JobSet, Jobs, pods
+        and PodGroup; the pods, the TrainJob and its runtime are waited for until gone.
     type: str
     default: present
     choices: [present, absent]
@@ -87,12 +102,31 @@ options:
     description:
       - What to run. The Kubeflow jobs need the operator installed with its gang flag (with
         O(gang_scheduler=koordinator), without one).
+      - V(trainjob) is a Kubeflow Trainer v2 TrainJob; Trainer has no gang flag, its runtime's
+        C(podGroupPolicy) makes the gang (see the description and O(trainer_runtime)).
     type: str
     default: pods
-    choices: [pods, pytorchjob, tfjob, mpijob]
+    choices: [pods, pytorchjob, tfjob, mpijob, trainjob]
+  trainer_runtime:
+    description:
+      - With O(workload=trainjob), the name of an existing ClusterTrainingRuntime to prove instead of a
+        runtime the run creates. Nothing of it is changed and no runtime is created (the control, with
+        O(control=true), runs on a TrainingRuntime the run creates from its spec without
+        C(podGroupPolicy) and C(schedulerName)).
+      - The TrainJob sets C(numNodes) to O(replicas) and, for the trainer step's C(node) container, the pause
+        image and O(resources) per node; the runtime's other replicated jobs run as they are, and all its pods
+        are members. Its JobSet, Jobs and pods get the run label through the TrainJob's C(runtimePatches)
+        (Trainer v2.2 or later).
+      - A runtime that is not gang-scheduled by O(gang_scheduler) under the scheduler name (no
+        C(podGroupPolicy), another policy, a pod template naming another scheduler, or a replicated job with
+        C(dependsOn)) is not run at all; the verdict is V(error) and RV(cause) says why and how to fix it
+        (the P(gangsched.kubeflow.trainer_runtime_gang#filter) filter), since a TrainJob on it would start
+        partially, or run whole without any gang.
+    type: str
   replicas:
     description:
-      - Members of the gang (PyTorchJob 1 Master + N-1 Workers, TFJob 1 PS + N-1 Workers, MPIJob N workers).
+      - Members of the gang (PyTorchJob 1 Master + N-1 Workers, TFJob 1 PS + N-1 Workers, MPIJob N workers,
+        TrainJob N nodes).
     type: int
     default: 2
   resources:
@@ -187,6 +221,21 @@ EXAMPLES = r"""
     replicas: 5
     expect: pending
     control: true
+
+- name: A Kubeflow Trainer v2 TrainJob on a gang runtime the test makes runs as a whole
+  gangsched.kubeflow.gang_smoke_test:
+    gang_scheduler: volcano
+    workload: trainjob
+    replicas: 4
+    expect: running
+
+- name: Prove the ClusterTrainingRuntime the teams use holds an oversized TrainJob Pending
+  gangsched.kubeflow.gang_smoke_test:
+    gang_scheduler: scheduler_plugins
+    workload: trainjob
+    trainer_runtime: torch-distributed-gang
+    replicas: 5
+    expect: pending
 """
 
 RETURN = r"""
@@ -238,6 +287,13 @@ workload:
   returned: with O(state=present)
   type: str
   sample: pytorchjob
+runtime:
+  description:
+    - The Trainer runtime the TrainJob ran on (C(kind), C(name), with the namespace for a TrainingRuntime) and
+      whether the run created it (C(created)) or it is the user's O(trainer_runtime).
+  returned: with O(workload=trainjob), once the preflight passed
+  type: dict
+  sample: {"kind": "TrainingRuntime", "name": "gangsched-smoke/smoke-3f2a9c1d-gang", "created": true}
 gang_scheduler:
   description: The gang scheduler tested (O(gang_scheduler)).
   returned: with O(state=present)
@@ -270,6 +326,8 @@ gang:
       unschedulable after the whole gang existed, the only way to reach it); null otherwise.
     - C(not_rejected) lists the unbound members the scheduler did not mark unschedulable after the whole
       gang existed (what an V(inconclusive) verdict misses).
+    - C(podgroup) (O(workload=trainjob)) is Trainer's PodGroup as the verdict relied on it (C(name),
+      C(min_member), C(owners)); null when none was seen.
   returned: when the test ran
   type: dict
   sample: {"verdict": "gang_held_pending", "bound": [], "held_pending_by": "rejected",
@@ -309,7 +367,8 @@ def argument_spec() -> dict:
         state=dict(type="str", default="present", choices=["present", "absent"]),
         gang_scheduler=dict(type="str", choices=["volcano", "scheduler_plugins", "koordinator"]),
         scheduler_name=dict(type="str"),
-        workload=dict(type="str", default="pods", choices=["pods", "pytorchjob", "tfjob", "mpijob"]),
+        workload=dict(type="str", default="pods", choices=["pods", "pytorchjob", "tfjob", "mpijob", "trainjob"]),
+        trainer_runtime=dict(type="str"),
         replicas=dict(type="int", default=2),
         resources=dict(type="dict", default={"nvidia.com/gpu": 1}),
         expect=dict(type="str", default="auto", choices=["running", "pending", "auto"]),

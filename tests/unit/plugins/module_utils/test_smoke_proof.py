@@ -1,7 +1,9 @@
 """gang_smoke_test's proof that cannot lie, without a cluster: every bad input refused before anything
 is created (a fake API client records every call), the liveness canary, the causes that name the
-scheduler, per-node slot arithmetic (module and the role's filter), and gang_info's checks of the
-served scheduler names and of a Ready scheduler that makes no progress."""
+scheduler, per-node slot arithmetic (module and the role's filter), gang_info's checks of the
+served scheduler names and of a Ready scheduler that makes no progress, and workload=trainjob: its
+refusals, a user's runtime that is no gang, the verdict resting on Trainer's PodGroup, the removal of a
+TrainJob before its runtime."""
 
 from __future__ import annotations
 
@@ -11,9 +13,16 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slots
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _diagnosis, _info, _smoke, _trial
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _diagnosis,
+    _info,
+    _smoke,
+    _sweep,
+    _trial,
+    _workloads,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _verdict as V
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Forbidden, GangError
 
 CRD = {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
 NOW = 1_800_000_000.0
@@ -145,6 +154,14 @@ BAD = [
     ("run-id-names", {"run_id": "a" * 45}, "run_id '" + "a" * 45 + "' is too long"),
     ("report-dir-under-a-file", {"report_dir": "FILE/reports"}, "report_dir"),
     ("running-500", {"replicas": 500, "expect": "running"}, "only 4 member(s) of 1 nvidia.com/gpu fit"),
+    (
+        "trainjob-koordinator",
+        {"workload": "trainjob", "gang_scheduler": "koordinator"},
+        "workload=trainjob cannot be tested with gang_scheduler=koordinator",
+    ),
+    ("trainer-runtime-not-trainjob", {"trainer_runtime": "torch"}, "not workload=pods; set workload=trainjob"),
+    ("trainer-runtime-name", {"workload": "trainjob", "trainer_runtime": "Bad_RT"}, "trainer_runtime='Bad_RT'"),
+    ("trainjob-no-trainer", {"workload": "trainjob"}, "no Deployment runs Kubeflow Trainer v2"),
     (
         "running-per-node",
         {"replicas": 4, "expect": "running", "resources": {"nvidia.com/gpu": 2}, "_nodes": MIXED},
@@ -464,3 +481,267 @@ def test_a_koord_scheduler_that_cannot_gang_schedule_is_a_problem():
     assert any("binds no gang member" in m for m in msgs), msgs
     assert all(p["object"] == "Deployment koordinator-system/koord-scheduler" and p["fix"] for p in probs)
     assert _info.koordinator_problems(FakeClient(), [_sched(["volcano"])], "v1.33.5") == []
+
+
+# ---- workload trainjob ------------------------------------------------------------------------------
+def _controller(image, ns, name):
+    return {
+        "metadata": {"namespace": ns, "name": name},
+        "spec": {"template": {"spec": {"containers": [{"name": "manager", "image": image}]}}},
+        "status": {"readyReplicas": 1},
+    }
+
+
+TRAINER = _controller(
+    "ghcr.io/kubeflow/trainer/trainer-controller-manager:v2.2.0",
+    "kubeflow-system",
+    "kubeflow-trainer-controller-manager",
+)
+JOBSET = _controller("registry.k8s.io/jobset/jobset:v0.11.1", "jobset-system", "jobset-controller-manager")
+CTR = "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes"
+
+
+class _TrainerClient(FakeClient):
+    """With Trainer and JobSet running; SubjectAccessReviews answered with ``allowed``."""
+
+    allowed = True
+
+    def request(self, method, path, body=None, query=None, **kw):
+        if path == "/apis/authorization.k8s.io/v1/subjectaccessreviews":
+            self.calls.append((method, path))
+            return {"status": {"allowed": self.allowed}}
+        return super().request(method, path, body, query, **kw)
+
+
+def _trainjob_client(allowed=True, **kw):
+    client = _TrainerClient(deployments=[_volcano(), TRAINER, JOBSET], **kw)
+    client.allowed = allowed
+    return client
+
+
+def test_a_users_runtime_without_podgrouppolicy_is_an_error_with_the_fix_and_nothing_is_created():
+    client = _trainjob_client()
+    client.objects[f"{CTR}/torch"] = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch"},
+        "spec": {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {}}]}}},
+    }
+    res = _smoke.run(client, params(workload="trainjob", trainer_runtime="torch", replicas=5), False, print)
+    assert res["verdict"] == V.ERROR and res["ok"] is False, res
+    assert "ClusterTrainingRuntime torch has no spec.podGroupPolicy" in res["cause"], res["cause"]
+    assert "trainer_runtime_gang filter (gang_scheduler=volcano, scheduler_name=volcano)" in res["cause"]
+    assert res["runtime"] == {"kind": "ClusterTrainingRuntime", "name": "torch", "created": False}
+    assert res["_failed"].startswith("Gang smoke test: verdict error") and client.writes == []
+
+
+def test_a_missing_users_runtime_is_refused_before_anything_is_created():
+    client = _trainjob_client()
+    with pytest.raises(GangError) as e:
+        _smoke.run(client, params(workload="trainjob", trainer_runtime="nope"), False, print)
+    assert "ClusterTrainingRuntime nope not found (trainer_runtime)" in e.value.msg and client.writes == []
+
+
+def test_check_mode_scans_for_leftovers_once_per_kind_and_predicts_the_trainjob_run():
+    client = _trainjob_client()
+    res = _smoke.run(client, params(workload="trainjob", replicas=5, run_id="r1"), True, print)
+    assert res["verdict"] is None and res["expected"] == "pending" and client.writes == []
+    assert res["runtime"] == {"kind": "TrainingRuntime", "name": "gangsched-smoke/smoke-r1-gang", "created": True}
+    for kind, version in _workloads.RUN_KINDS:
+        path = _workloads.kind_path(kind, version, "gangsched-smoke")
+        assert client.calls.count(("GET", path)) == 1, (kind, client.calls)
+
+
+class _Feed:
+    """A watch that delivers ``pods`` once, then nothing."""
+
+    pods: list = []
+
+    def __init__(self, client, path, what, **query):
+        self.fed = False
+
+    def run(self, on_event, timeout):
+        done = False
+        if not self.fed:
+            self.fed = True
+            for p in self.pods:
+                done = on_event("ADDED", p, {}) or done
+        return done
+
+
+def _member(i, sname, running=True):
+    return {
+        "metadata": {"name": f"smoke-r1-gang-node-0-{i}-x", "resourceVersion": str(i + 1)},
+        "spec": {"schedulerName": sname, **({"nodeName": f"g{i}"} if running else {})},
+        "status": {"phase": "Running" if running else "Pending"},
+    }
+
+
+def _pg(min_member, owner="TrainJob"):
+    return {
+        "metadata": {"name": "smoke-r1-gang", "ownerReferences": [{"kind": owner, "name": "smoke-r1-gang"}]},
+        "spec": {"minMember": min_member},
+        "status": {"phase": "Running"},
+    }
+
+
+PG_PATH = "/apis/scheduling.volcano.sh/v1beta1/namespaces/gangsched-smoke/podgroups/smoke-r1-gang"
+
+
+FORBIDDEN = (
+    "Forbidden: ServiceAccount kubeflow-system/default of Deployment "
+    "kubeflow-system/kubeflow-trainer-controller-manager may not create scheduling.volcano.sh/podgroups in "
+    "namespace gangsched-smoke; grant it with gangsched.kubeflow.gang_rbac (component=trainer, gang_scheduler=volcano)"
+)
+
+
+@pytest.mark.parametrize(
+    "pg,sname,allowed,verdict,words",
+    [
+        (_pg(2), "volcano", True, V.GANG_HELD_RUNNING, []),
+        (_pg(1), "volcano", True, V.ERROR, ["has minMember 1, not the TrainJob's 2 pods", "not be all or nothing"]),
+        (_pg(2, owner="PyTorchJob"), "volcano", True, V.ERROR, ["is not Trainer's for TrainJob", "PyTorchJob"]),
+        (_pg(2), "default-scheduler", True, V.ERROR, ["JobSet created pod", "'default-scheduler'", "runtime_gang"]),
+        (None, "volcano", True, V.ERROR, ["no PodGroup was created for TrainJob", "their CRD existed when it started"]),
+        (None, "volcano", False, V.ERROR, [FORBIDDEN]),
+    ],
+    ids=["trainers-podgroup", "min-member", "not-trainers", "scheduler-name", "no-podgroup", "forbidden"],
+)
+def test_a_trainjob_verdict_rests_on_trainers_podgroup_for_the_whole_gang(
+    monkeypatch, pg, sname, allowed, verdict, words
+):
+    _Feed.pods = [_member(i, sname) for i in range(2)]
+    monkeypatch.setattr(_trial, "Watcher", _Feed)
+    monkeypatch.setattr(_trial, "PODGROUP_WAIT", 1.0)
+    client = _trainjob_client(allowed)
+    if pg:
+        client.objects[PG_PATH] = pg
+    p = params(workload="trainjob", timeout=20, run_id="r1")
+    trial = _trial.Trial(client, p, "r1", "volcano", WHO, clock=_Clock(), trainer_deployments=[TRAINER])
+    g = trial.one_gang({"nvidia.com/gpu": "1"}, "running", control=False)
+    assert g["verdict"] == verdict, g
+    for w in words:
+        assert w in g["cause"], g["cause"]
+    posted = [path for m, path in client.writes if m == "POST" and "subjectaccessreviews" not in path]
+    assert posted == [
+        "/apis/trainer.kubeflow.org/v1alpha1/namespaces/gangsched-smoke/trainingruntimes",
+        "/apis/trainer.kubeflow.org/v1alpha1/namespaces/gangsched-smoke/trainjobs",
+    ]
+    if verdict == V.GANG_HELD_RUNNING:
+        assert g["podgroup"] == {"name": "smoke-r1-gang", "min_member": 2, "owners": ["TrainJob smoke-r1-gang"]}
+
+
+class _Recorder(FakeClient):
+    """Records each DELETE's query; a deleted runtime stays until its second read (Trainer dropping its
+    resource-in-use finalizer once the TrainJob is gone)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.deletes: list[tuple[str, dict]] = []
+        self.reads_left: dict[str, int] = {}
+
+    def request(self, method, path, body=None, query=None, **kw):
+        if method == "DELETE":
+            self.deletes.append((path, dict(query or {})))
+            if "/trainingruntimes" in path and not (query or {}).get("labelSelector"):
+                self.calls.append((method, path))
+                self.reads_left[path] = 2
+                return {}
+        return super().request(method, path, body, query, **kw)
+
+    def get_or_none(self, path, what=""):
+        if path in self.reads_left:
+            self.calls.append(("GET", path))
+            self.reads_left[path] -= 1
+            if self.reads_left[path] <= 0:
+                self.objects.pop(path, None)
+            return self.objects.get(path)
+        return super().get_or_none(path, what)
+
+
+def test_a_stale_trainjob_is_deleted_before_its_runtime_and_both_are_waited_for():
+    tj = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/s/trainjobs/old"
+    rt = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/s/trainingruntimes/old"
+    client = _Recorder()
+    client.objects[tj] = {"metadata": {"namespace": "s", "name": "old"}}
+    client.objects[rt] = {"metadata": {"namespace": "s", "name": "old"}}
+    removed, left = _sweep.remove_stale(client, "s", keep="mine", check_mode=False)
+    assert removed == ["TrainJob s/old", "TrainingRuntime s/old"] and left == []
+    # in the background: nothing updates the TrainJob, so neither Trainer nor its webhook need be up
+    assert client.deletes == [(tj, {"propagationPolicy": "Background"}), (rt, {"propagationPolicy": "Background"})]
+    assert client.calls.count(("GET", rt)) == 2, client.calls  # waited until gone
+    assert ("GET", tj) in client.calls
+
+
+def test_a_runs_cleanup_deletes_its_trainjob_before_its_runtime_and_waits_for_both():
+    client = _Recorder()
+    docs, _sel = _workloads.trainjob("s", "smoke-r-gang", "r", 2, {"nvidia.com/gpu": "1"}, "volcano", "volcano")
+    left = _sweep.remove_run(client, "s", "r", docs, False, 5, clock=_Clock())
+    assert left == []
+    assert [(p.rsplit("/", 1)[-1], q["propagationPolicy"]) for p, q in client.deletes] == [
+        ("trainjobs", "Background"),
+        ("trainingruntimes", "Background"),
+    ]
+    waited = {p for m, p in client.calls if m == "GET"}
+    assert "/apis/trainer.kubeflow.org/v1alpha1/namespaces/s/trainjobs" in waited
+    assert "/apis/trainer.kubeflow.org/v1alpha1/namespaces/s/trainingruntimes" in waited
+
+
+class _CacheLag(_TrainerClient):
+    """Trainer's webhook refuses the first ``refusals`` TrainJobs: its cache has not seen the runtime."""
+
+    refusals = 2
+
+    def request(self, method, path, body=None, query=None, **kw):
+        if method == "POST" and path.endswith("/trainjobs") and self.refusals:
+            self.refusals -= 1
+            self.calls.append((method, path))
+            ref = body["spec"]["runtimeRef"]["name"]
+            raise Forbidden(f'Forbidden to create TrainJob: TrainingRuntime "{ref}" not found: created before?', 403)
+        return super().request(method, path, body, query, **kw)
+
+
+@pytest.mark.parametrize("users_runtime", [False, True], ids=["own-runtime", "users-runtime"])
+def test_a_trainjob_refused_until_trainer_has_seen_the_runtime_just_made_is_sent_again(monkeypatch, users_runtime):
+    monkeypatch.setattr(_trial.time, "sleep", lambda s: None)
+    client = _CacheLag(deployments=[_volcano(), TRAINER, JOBSET])
+    user = {"kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"}, "spec": {}}
+    trial = _trial.Trial(
+        client,
+        params(workload="trainjob"),
+        "r1",
+        "volcano",
+        WHO,
+        clock=_Clock(),
+        runtime=user if users_runtime else None,
+    )
+    docs, _sel = _workloads.trainjob(
+        "gangsched-smoke", "g", "r1", 2, {"nvidia.com/gpu": "1"}, "volcano", "volcano", trial.runtime
+    )
+    if users_runtime:
+        # a runtime the run did not make is not waited for: the refusal is the answer
+        with pytest.raises(Forbidden):
+            trial.create(docs)
+        assert client.refusals == 1
+    else:
+        trial.create(docs)
+        assert [d["kind"] for d in trial.created] == ["TrainingRuntime", "TrainJob"] and client.refusals == 0
+
+
+@pytest.mark.parametrize(
+    "crd,words",
+    [
+        ("trainjobs.trainer.kubeflow.org", "install Kubeflow Trainer v2 (ghcr.io/kubeflow/trainer/trainer-controller"),
+        ("jobsets.jobset.x-k8s.io", "install JobSet (registry.k8s.io/jobset/jobset) first (workload=trainjob)"),
+    ],
+)
+def test_trainjob_without_trainers_or_jobsets_crd_names_what_to_install(crd, words):
+    class Missing(_TrainerClient):
+        def get_or_none(self, path, what=""):
+            return None if path.endswith("/" + crd) else super().get_or_none(path, what)
+
+    client = Missing(deployments=[_volcano(), TRAINER, JOBSET])
+    with pytest.raises(GangError) as e:
+        _smoke.run(client, params(workload="trainjob"), False, print)
+    assert f"CustomResourceDefinition {crd} is missing" in e.value.msg and words in e.value.msg, e.value.msg
+    assert client.writes == []
