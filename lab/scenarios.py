@@ -1079,7 +1079,7 @@ def trainer_webhooks() -> list[dict]:
 
 def trainer_rbac() -> list[dict]:
     """trainer-controller-manager's rights, ours (upstream's manifests/base/rbac narrowed: leader
-    election off, no delete, PodGroups of scheduler-plugins' group only, not Volcano's). ConfigMaps and
+    election off, no delete). ConfigMaps and
     Secrets cluster-wide: its MPI plugin watches them and creates them in a TrainJob's namespace (which
     also covers its cert rotator's Secret). No wildcard."""
     ro = ["get", "list", "watch"]
@@ -1101,7 +1101,12 @@ def trainer_rbac() -> list[dict]:
             "verbs": ["get", "update", "patch"],
         },
         {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ro + ["create", "update", "patch"]},
-        {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups"], "verbs": ro + ["create", "update", "patch"]},
+        # the PodGroups of both schedulers, as upstream's role: Trainer watches every kind whose CRD exists at its start
+        {
+            "apiGroups": ["scheduling.x-k8s.io", "scheduling.volcano.sh"],
+            "resources": ["podgroups"],
+            "verbs": ro + ["create", "update", "patch"],
+        },
         {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ro + ["create", "update", "patch"]},
         # pod overhead and defaults that count towards a PodGroup's minResources
         {"apiGroups": [""], "resources": ["limitranges"], "verbs": ro},

@@ -10,42 +10,14 @@ import pytest
 from ansible_run import run_module
 from test_smoke_trainjob import leftovers
 
-from lab import kube, scenarios
+from lab import scenarios
 
 VOLCANO_PODGROUPS = ("scheduling.volcano.sh", "v1beta1", "podgroups")
 
 
-def _trainer_volcano_rights() -> list[dict]:
-    """Trainer's rights on Volcano's PodGroups, which the lab's Trainer RBAC leaves out (upstream's
-    role has them): with Volcano's CRD there at its start, Trainer watches them and creates a TrainJob's."""
-    name = "lab-trainer-volcano-podgroups"
-    return [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": [
-                {
-                    "apiGroups": ["scheduling.volcano.sh"],
-                    "resources": ["podgroups"],
-                    "verbs": ["get", "list", "watch", "create", "update", "patch"],
-                }
-            ],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": scenarios.TRAINER_NAME, "namespace": scenarios.TRAINER_NS}],
-        },
-    ]
-
-
 @pytest.fixture(scope="module")
 def trainer(volcano):
-    # Volcano's PodGroup CRD and Trainer's rights on it before Trainer starts
-    kube.apply(volcano, _trainer_volcano_rights())
+    # Volcano's PodGroup CRD before Trainer starts (it watches the kinds whose CRD exists then)
     scenarios.install_jobset(volcano)
     scenarios.install_trainer(volcano)
     return volcano
