@@ -64,12 +64,13 @@ class Pool:
 
 
 class Jobs:
-    """Kubeflow jobs of one namespace and every transition of their pods."""
+    """Kubeflow jobs of one namespace and every transition of their pods (``selector``: the label every
+    pod of those jobs carries; Trainer v2's TrainJob pods carry JobSet's)."""
 
-    def __init__(self, lab, ns: str):
+    def __init__(self, lab, ns: str, selector: str = JOB_LABEL):
         self.lab, self.ns = lab, ns
         self.co = k.CustomObjectsApi(kube.api(lab))
-        self.watcher = kube.PodWatcher(lab, ns, JOB_LABEL)
+        self.watcher = kube.PodWatcher(lab, ns, selector)
         self.docs: dict[str, dict] = {}
 
     def __enter__(self) -> Jobs:
@@ -235,6 +236,38 @@ def check_seed000_mpijob(jobs: Jobs, scheduler: str) -> dict:
     held = jobs.held("seed0", 7, scheduler)
     jobs.delete("seed0")
     return held
+
+
+# ---- the seeds with Kubeflow Trainer v2 TrainJobs on a gang runtime (one pod of 1 GPU per node) ------------------
+TRAINJOB_PODS = "jobset.sigs.k8s.io/jobset-name"
+
+
+def check_trainjob_seeds(jobs: Jobs, pool: Pool, runtime: str, scheduler: str) -> dict:
+    """Seed 000/002: 6 nodes where 4 fit, all Pending. Seed 004: a second TrainJob (2 nodes) while a first (3
+    nodes) runs on the 4 GPUs, held whole until the first is gone. Seed 003: 5 nodes on 4 GPUs held, then all
+    Running once a fifth GPU node joins."""
+    ns, seen = jobs.ns, {}
+    jobs.submit(scenarios.trainjob(ns, "seed0", runtime, 6))
+    seen["seed0_held"] = jobs.held("seed0", 6, scheduler)
+    jobs.delete("seed0")
+
+    jobs.submit(scenarios.trainjob(ns, "seed4-first", runtime, 3))
+    jobs.wait("seed4-first", running=3)
+    jobs.submit(scenarios.trainjob(ns, "seed4-second", runtime, 2))
+    seen["seed4_held"] = jobs.held("seed4-second", 2, scheduler)
+    jobs.delete("seed4-first")
+    seen["seed4_ran"] = jobs.wait("seed4-second", running=2)
+    jobs.delete("seed4-second")
+
+    jobs.submit(scenarios.trainjob(ns, "seed3", runtime, 5))
+    seen["seed3_held"] = jobs.held("seed3", 5, scheduler)
+    pool.add(1)
+    t0 = time.monotonic()
+    seen["seed3_ran"] = jobs.wait("seed3", running=5, timeout=120)
+    seen["seed3_ran"]["after_adding_gpus_s"] = round(time.monotonic() - t0, 1)
+    jobs.delete("seed3")
+    pool.restore()
+    return seen
 
 
 # ---- deadlock: two gang-less jobs that each hold half of what they need ------------------------------------

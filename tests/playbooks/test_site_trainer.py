@@ -1,16 +1,22 @@
 """site.yml with gangsched_trainer=true and Volcano on a fresh lab: the chain with Kubeflow Trainer v2 and JobSet
 after the scheduler, and the smoke test proving TrainJobs as it proves
 pods (the fitting gang all Running, the oversized one all Pending, the control without a gang partial); a second
-run changes nothing; gang_info sees no problem; uninstall.yml removes Trainer and JobSet. (The scheduler-plugins
+run changes nothing; gang_info sees no problem. Then, as a user would: a runtime as Trainer ships them, its gang
+copy made by trainer_runtime_gang (scheduler name derived: volcano), and the seeds replayed with TrainJobs on
+it (N where N-2 fit all Pending; a second job held whole while a first runs; capacity added releasing a held
+gang). uninstall.yml removes Trainer and JobSet. (The scheduler-plugins
 side is the Molecule scenario trainer.)"""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+import seeds
 from ansible_run import module, playbook
 from kubernetes import client as k
 
-from lab import kube
+from lab import kube, scenarios
 
 pytestmark = pytest.mark.timeout(1500)
 
@@ -47,6 +53,34 @@ def test_site_with_trainer_proves_trainjobs_and_converges(lab):
 
     info = module(lab, "gang_info")
     assert info["problems"] == [], info["problems"]
+
+
+def _stock_runtime(name: str) -> dict:
+    """A runtime as Trainer ships them: no podGroupPolicy, no scheduler name, GPUs in limits only."""
+    rt = scenarios.training_runtime(name)
+    rt["spec"].pop("podGroupPolicy")
+    pod = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod.pop("schedulerName")
+    pod["containers"][0]["resources"].pop("requests")
+    return rt
+
+
+def test_seeds_replayed_with_trainjobs_on_a_gang_copy_of_a_stock_runtime(lab, pool):
+    kube.apply(lab, [_stock_runtime("torch-stock")])
+    made = module(
+        lab, "trainer_runtime_gang", name="torch-stock", gang_name="torch-stock-gang", gang_scheduler="volcano"
+    )
+    assert made.get("failed") is not True, made.get("msg")
+    assert made["changed"] is True and made["scheduler_name"] == "volcano", made
+    core = k.CoreV1Api(kube.api(lab))
+    ns = f"seed-{uuid.uuid4().hex[:6]}"
+    kube.ensure_namespace(core, ns)
+    try:
+        with seeds.Jobs(lab, ns, selector=seeds.TRAINJOB_PODS) as jobs:
+            seen = seeds.check_trainjob_seeds(jobs, pool, "torch-stock-gang", "volcano")
+    finally:
+        kube.delete_namespace(core, ns, timeout=120)
+    assert seen["seed3_ran"]["running"] and not seen["seed3_ran"]["pending"], seen
 
 
 def test_uninstall_removes_trainer_and_jobset(lab):
