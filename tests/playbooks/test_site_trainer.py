@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 import seeds
-from ansible_run import module, playbook
+from ansible_run import module, playbook, run_module
 from kubernetes import client as k
 
 from lab import kube, scenarios
@@ -67,8 +67,10 @@ def _stock_runtime(name: str) -> dict:
 
 def test_seeds_replayed_with_trainjobs_on_a_gang_copy_of_a_stock_runtime(lab, pool):
     kube.apply(lab, [_stock_runtime("torch-stock")])
-    made = module(
-        lab, "trainer_runtime_gang", name="torch-stock", gang_name="torch-stock-gang", gang_scheduler="volcano"
+    made = run_module(
+        lab,
+        "trainer_runtime_gang",
+        {"name": "torch-stock", "gang_name": "torch-stock-gang", "gang_scheduler": "volcano"},
     )
     assert made.get("failed") is not True, made.get("msg")
     assert made["changed"] is True and made["scheduler_name"] == "volcano", made
