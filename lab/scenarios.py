@@ -1203,6 +1203,17 @@ def training_runtime(name: str, scheduler_name: str = SP_NAME, gpus: int = 1, sc
     }
 
 
+def stock_training_runtime(name: str) -> dict:
+    """A runtime shaped like those Trainer ships: no podGroupPolicy, no schedulerName, GPUs in limits only,
+    none of JobSet's defaults (``training_runtime`` without its gang)."""
+    rt = training_runtime(name)
+    rt["spec"].pop("podGroupPolicy")
+    pod = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod.pop("schedulerName")
+    pod["containers"][0]["resources"].pop("requests")
+    return rt
+
+
 def trainjob(ns: str, name: str, runtime: str, num_nodes: int) -> dict:
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",

@@ -55,18 +55,8 @@ def test_site_with_trainer_proves_trainjobs_and_converges(lab):
     assert info["problems"] == [], info["problems"]
 
 
-def _stock_runtime(name: str) -> dict:
-    """A runtime as Trainer ships them: no podGroupPolicy, no scheduler name, GPUs in limits only."""
-    rt = scenarios.training_runtime(name)
-    rt["spec"].pop("podGroupPolicy")
-    pod = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    pod.pop("schedulerName")
-    pod["containers"][0]["resources"].pop("requests")
-    return rt
-
-
 def test_seeds_replayed_with_trainjobs_on_a_gang_copy_of_a_stock_runtime(lab, pool):
-    kube.apply(lab, [_stock_runtime("torch-stock")])
+    kube.apply(lab, [scenarios.stock_training_runtime("torch-stock")])
     made = run_module(
         lab,
         "trainer_runtime_gang",

@@ -95,16 +95,6 @@ def _webhook_configurations(lab) -> dict:
     return {c.metadata.name: c for c in confs if c.metadata.name in WEBHOOKS}
 
 
-def _stock_runtime() -> dict:
-    """A runtime as Trainer ships them: no podGroupPolicy, no scheduler name, GPUs in limits only."""
-    rt = scenarios.training_runtime(STOCK)
-    rt["spec"].pop("podGroupPolicy")
-    pod = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    pod.pop("schedulerName")
-    pod["containers"][0]["resources"].pop("requests")
-    return rt
-
-
 def _results_matching(run: Run, part: str) -> list[dict]:
     """The host results of every task whose name holds ``part`` (the role's task names carry the component)."""
     return [
@@ -176,7 +166,7 @@ def test_install_check_idempotent_gang_audit_restart_uninstall(lab, play):
     for c in confs.values():
         assert all(w.client_config.ca_bundle and w.failure_policy == "Fail" for w in c.webhooks), c.metadata.name
 
-    kube.apply(lab, [_stock_runtime()])
+    kube.apply(lab, [scenarios.stock_training_runtime(STOCK)])
     runtimes = [{"name": STOCK, "gang_name": GANG, "schedule_timeout": 600}]
     run = _run(lab, play, trainer_gang_runtimes=runtimes)
     assert run.rc == 0, run.failures()

@@ -17,17 +17,6 @@ from lab import kube, scenarios
 HOLD = 5.0
 
 
-def _plain(name: str) -> dict:
-    """A runtime without gang scheduling: what the lab's proven runtime is before the filter."""
-    rt = scenarios.training_runtime(name)
-    rt["spec"].pop("podGroupPolicy")
-    pod = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    pod.pop("schedulerName")
-    pod["containers"][0]["resources"].pop("requests")
-    rt["metadata"]["name"] = name
-    return rt
-
-
 def _gang(runtime: dict) -> dict:
     from ansible_collections.gangsched.kubeflow.plugins.filter.gang import trainer_runtime_gang
 
@@ -39,7 +28,7 @@ def trainer(lab):
     scenarios.install_scheduler_plugins(lab)  # the PodGroup CRD before Trainer starts
     scenarios.install_jobset(lab)
     scenarios.install_trainer(lab)
-    kube.apply(lab, [_plain("plain"), _gang(_plain("gang"))])
+    kube.apply(lab, [scenarios.stock_training_runtime("plain"), _gang(scenarios.stock_training_runtime("gang"))])
     return lab
 
 

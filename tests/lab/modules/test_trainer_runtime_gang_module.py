@@ -20,25 +20,14 @@ HOLD = 5.0
 SP = {"gang_scheduler": "scheduler_plugins"}
 
 
-def _stock(name: str) -> dict:
-    """A runtime shaped like those Trainer ships: no podGroupPolicy, no schedulerName, GPUs in limits
-    only, none of JobSet's defaults."""
-    rt = scenarios.training_runtime(name)
-    rt["spec"].pop("podGroupPolicy")
-    pod = rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    pod.pop("schedulerName")
-    pod["containers"][0]["resources"].pop("requests")
-    return rt
-
-
 def _no_jobs(name: str) -> dict:
-    rt = _stock(name)
+    rt = scenarios.stock_training_runtime(name)
     rt["spec"]["template"]["spec"]["replicatedJobs"] = []
     return rt
 
 
 def _namespaced(ns: str, name: str) -> dict:
-    rt = _stock(name)
+    rt = scenarios.stock_training_runtime(name)
     rt["kind"] = "TrainingRuntime"
     rt["metadata"]["namespace"] = ns
     return rt
@@ -52,7 +41,13 @@ def trainer(lab, core):
     kube.ensure_namespace(core, "rt-b")
     kube.apply(
         lab,
-        [_stock("stock"), _stock("inplace"), _stock("taken"), _no_jobs("empty"), _namespaced("rt-b", "local")],
+        [
+            scenarios.stock_training_runtime("stock"),
+            scenarios.stock_training_runtime("inplace"),
+            scenarios.stock_training_runtime("taken"),
+            _no_jobs("empty"),
+            _namespaced("rt-b", "local"),
+        ],
     )
     return lab
 
