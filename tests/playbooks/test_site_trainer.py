@@ -46,6 +46,9 @@ def test_site_with_trainer_proves_trainjobs_and_converges(lab):
     assert [r["verdict"] for r in fits] == ["gang_held_running"] * 2, fits
     assert [r["verdict"] for r in big] == ["gang_held_pending"] * 2, big
     assert [(r.get("control") or {}).get("verdict") for r in big] == ["partial"] * 2, big
+    # the report's fact holds both runs' verdicts, the pods' first
+    (results,) = run.facts("gang_smoke_test_results")[-1:]
+    assert [r["verdict"] for r in results] == ["gang_held_running", "gang_held_pending"] * 2, results
 
     again = playbook(lab, "site", "--skip-tags", "smoke", **EXTRA)
     assert again.rc == 0, again.failures()
