@@ -18,6 +18,10 @@
   same lists, nothing else).
 
 Usage: python bench/gang_figures.py [--nodes 1000] [--pods 10000]   (about 10 minutes on 2 cores)
+       python bench/gang_figures.py --only-gang-info [--baseline DIR] --nodes 5000 --pods 50000
+  --only-gang-info: the lab, grown, and gang_info next to its floor, nothing else (no site.yml, smoke
+  test or render); --baseline DIR: also gang_info of the checkout in DIR (e.g. `git worktree add DIR
+  HEAD~1`), run in turn with this one's on the same lab, for a before/after of the same cluster.
 """
 
 from __future__ import annotations
@@ -52,13 +56,14 @@ USER = f"system:serviceaccount:{SA_NS}:{SA}"
 JOB_LABEL = "training.kubeflow.org/job-name"
 
 
-def env(lab: Lab) -> dict:
+def env(lab: Lab, repo: Path = REPO) -> dict:
+    """The environment of an Ansible or module process: the collection is the checkout ``repo``."""
     return {
         **os.environ,
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
         "ANSIBLE_LOCALHOST_WARNING": "0",
         "GANGSCHED_LAB_DIR": str(lab.root),
-        "PYTHONPATH": str(REPO / ".collections"),
+        "PYTHONPATH": str(repo / ".collections"),
     }
 
 
@@ -131,15 +136,16 @@ def read_floor(lab: Lab) -> tuple[float, int, int]:
     return took, int(p.stderr.strip().splitlines()[-1]), int(p.stdout.strip())
 
 
-def module_direct(lab: Lab, name: str, args: dict, tmp: Path) -> tuple[dict, float, int]:
-    """The module alone, as Ansible runs it (its own Python process): result, wall s, peak RSS KiB."""
+def module_direct(lab: Lab, name: str, args: dict, tmp: Path, repo: Path = REPO) -> tuple[dict, float, int]:
+    """The module alone, as Ansible runs it (its own Python process): result, wall s, peak RSS KiB.
+    ``repo``: the checkout whose module runs (another one for a before/after)."""
     argfile = tmp / f"{name}.json"
     argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     mod = f"ansible_collections.gangsched.kubeflow.plugins.modules.{name}"
     t0 = time.monotonic()
     p = subprocess.run(
         ["/usr/bin/time", "-f", "%M", sys.executable, "-m", mod, str(argfile)],
-        env=env(lab),
+        env=env(lab, repo),
         capture_output=True,
         text=True,
     )
@@ -323,9 +329,23 @@ def grow(lab: Lab, n_nodes: int, n_pods: int) -> None:
         print(f"  {e}")
 
 
-def gang_info(lab: Lab, tmp: Path, label: str) -> None:
+def comparable(res: dict) -> dict:
+    """gang_info's facts less what changes from one second to the next (ages in seconds)."""
+    out = {k: v for k, v in res.items() if k != "invocation"}
+    out["partial_gangs"] = [{k: v for k, v in g.items() if k != "pending_for_seconds"} for g in res["partial_gangs"]]
+    out["problems"] = [{k: re.sub(r"\b\d+s\b", "Ns", v) for k, v in p.items()} for p in res["problems"]]
+    return out
+
+
+def gang_info(lab: Lab, tmp: Path, label: str, baseline: Path | None = None) -> None:
+    """gang_info's module 3 times (and, with ``baseline``, that checkout's in turn with it), through
+    `ansible localhost -m` once, and its floor 3 times."""
     args = {"partial_threshold_seconds": 5, "kubeconfig": str(lab.kubeconfig)}
-    runs = [module_direct(lab, "gang_info", args, tmp) for _ in range(3)]
+    runs, base = [], []
+    for _ in range(3):
+        runs.append(module_direct(lab, "gang_info", args, tmp))
+        if baseline is not None:
+            base.append(module_direct(lab, "gang_info", args, tmp, baseline))
     res = runs[-1][0]
     walls = [r[1] for r in runs]
     rss = max(r[2] for r in runs)
@@ -335,15 +355,26 @@ def gang_info(lab: Lab, tmp: Path, label: str) -> None:
     f_rss = max(f[1] for f in floors)
     print(
         f"  gang_info at {label}: {len(res['nodes'])} nodes, {res['gpus']['capacity']} GPUs,"
-        f" {len(res['partial_gangs'])} partial gangs"
+        f" {res['gpus']['requested']} requested, {len(res['partial_gangs'])} partial gangs,"
+        f" {len(res['problems'])} problems"
     )
     print(f"    module: median {statistics.median(walls):.2f} s (runs {', '.join(f'{w:.2f}' for w in walls)}),")
-    print(f"            peak RSS {rss / 1024:.0f} MiB")
+    print(f"            peak RSS {rss / 1024:.0f} MiB (runs {', '.join(f'{r[2] / 1024:.0f}' for r in runs)})")
     print(
-        f"    floor (a Python process reading and decoding the same {floors[0][2]} objects): median {f_wall:.2f} s,"
-        f" peak RSS {f_rss / 1024:.0f} MiB -> gang_info {statistics.median(walls) / f_wall:.2f}x the time,"
+        f"    floor (a Python process reading and decoding the same {floors[0][2]} objects): median {f_wall:.2f} s"
+        f" (runs {', '.join(f'{f[0]:.2f}' for f in floors)}), peak RSS {f_rss / 1024:.0f} MiB"
+        f" -> gang_info {statistics.median(walls) / f_wall:.2f}x the time,"
         f" {rss / f_rss:.2f}x the memory (target 1.5x the time)"
     )
+    if base:
+        b_wall, b_rss = statistics.median(b[1] for b in base), max(b[2] for b in base)
+        same = comparable(base[-1][0]) == comparable(res)
+        print(
+            f"    baseline {baseline}: median {b_wall:.2f} s (runs {', '.join(f'{b[1]:.2f}' for b in base)}),"
+            f" peak RSS {b_rss / 1024:.0f} MiB (runs {', '.join(f'{b[2] / 1024:.0f}' for b in base)})"
+            f" -> {b_wall / f_wall:.2f}x the floor's time; facts {'equal to' if same else 'DIFFERENT from'}"
+            " this checkout's (last runs)"
+        )
     print(f"    through `ansible localhost -m`: {a_wall:.2f} s, largest process peak RSS {a_rss / 1024:.0f} MiB")
 
 
@@ -352,7 +383,23 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--pods", type=int, default=10000)
     ap.add_argument("--no-grow", action="store_true", help="the figures of the small lab only (about 4 minutes)")
+    ap.add_argument(
+        "--only-gang-info",
+        action="store_true",
+        help="gang_info and its floor alone, on the small lab and then grown: no site.yml, smoke test or render",
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="also gang_info of the checkout in DIR (e.g. a git worktree of the commit before), on the same lab",
+    )
     opts = ap.parse_args()
+    if opts.baseline is not None:
+        opts.baseline = opts.baseline.resolve()
+        if not (opts.baseline / "plugins/modules/gang_info.py").is_file():
+            ap.error(f"--baseline {opts.baseline}: no plugins/modules/gang_info.py there; give a checkout of this repo")
+        subprocess.run(["make", "-s", "collection"], cwd=opts.baseline, check=True)
     build.binary_path("helm")  # the lab is built (make build)
     lab = Lab()
     if any(lab.running().values()):
@@ -363,6 +410,14 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
+            if opts.only_gang_info:
+                total = len(k.CoreV1Api(kube.api(lab)).list_node().items)
+                gang_info(lab, tmp, f"{total} nodes", opts.baseline)
+                if not opts.no_grow:
+                    print(f"growing the lab to {opts.nodes} nodes and {opts.pods} pods:")
+                    grow(lab, opts.nodes, opts.pods)
+                    gang_info(lab, tmp, f"{opts.nodes} nodes, {opts.pods} pods", opts.baseline)
+                return 0
             print("site.yml on a fresh lab (4 GPU nodes x 1 GPU + 1 CPU node), Volcano:")
             playbook(lab, "site")
             print("idempotent re-run, whole (the smoke tests prove the gang again):")
@@ -392,13 +447,13 @@ def main() -> int:
             time.sleep(2)
             total = len(k.CoreV1Api(kube.api(lab)).list_node().items)
             smoke(lab, kubeconfig, tmp, f"{total} nodes")
-            gang_info(lab, tmp, f"{total} nodes")
+            gang_info(lab, tmp, f"{total} nodes", opts.baseline)
             if opts.no_grow:
                 return 0
             print(f"growing the lab to {opts.nodes} nodes and {opts.pods} pods:")
             grow(lab, opts.nodes, opts.pods)
             smoke(lab, kubeconfig, tmp, f"{opts.nodes} nodes, {opts.pods} pods")
-            gang_info(lab, tmp, f"{opts.nodes} nodes, {opts.pods} pods")
+            gang_info(lab, tmp, f"{opts.nodes} nodes, {opts.pods} pods", opts.baseline)
     finally:
         lab.down(log=lambda *_: None)
     return 0
