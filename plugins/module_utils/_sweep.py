@@ -11,6 +11,7 @@ import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher
 
 
 def _stale_selector(keep: str | None) -> str:
@@ -86,13 +87,15 @@ def remove_stale(
 
 
 def wait_namespace_gone(client, ns: str, timeout: float, clock=time.monotonic) -> bool:
-    deadline = clock() + timeout
-    while clock() < deadline:
-        obj = client.get_or_none(f"/api/v1/namespaces/{ns}", f"Namespace {ns}")
-        if obj is None:
-            return True
-        time.sleep(0.5)
-    return False
+    """True once Namespace ``ns`` is gone (False after ``timeout``): one read, then a watch of that name
+    from the read's resourceVersion until its DELETED event (a broken watch re-lists), instead of polling
+    it the several seconds the namespace controller takes."""
+    obj = client.get_or_none(f"/api/v1/namespaces/{ns}", f"Namespace {ns}")
+    if obj is None:
+        return True
+    w = Watcher(client, "/api/v1/namespaces", f"Namespace {ns}", clock=clock, fieldSelector=f"metadata.name={ns}")
+    w.store[ns], w.rv = obj, obj["metadata"].get("resourceVersion")
+    return w.run(lambda _kind, _obj, store: ns not in store, timeout)
 
 
 def remove_run(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _info, _rbac, _waiter
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _info, _rbac, _sweep, _waiter
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
 
 
@@ -235,6 +235,48 @@ def test_watcher_forbidden_is_not_retried():
     client = FakeClient([{"metadata": {"resourceVersion": "1"}, "items": []}], [[ApiError("Forbidden", 403)]])
     with pytest.raises(ApiError):
         _waiter.Watcher(client, "/p", "things", sleep=lambda s: None).run(lambda *a: False, timeout=5)
+
+
+class NsClient(FakeClient):
+    def __init__(self, obj, lists, streams):
+        super().__init__(lists, streams)
+        self.obj, self.gets = obj, 0
+
+    def get_or_none(self, path, what=""):
+        self.gets += 1
+        return self.obj
+
+
+def test_namespace_gone_is_watched_from_the_read_not_polled():
+    ns = _obj("smoke", 7, status={"phase": "Terminating"})
+    streams = [[{"type": "MODIFIED", "object": _obj("smoke", 8)}, {"type": "DELETED", "object": _obj("smoke", 9)}]]
+    client = NsClient(ns, [], streams)
+    assert _sweep.wait_namespace_gone(client, "smoke", 30)
+    assert client.gets == 1 and client.watch_calls == ["7"]
+
+
+def test_namespace_gone_during_a_broken_watch_is_seen_by_the_relist():
+    streams = [[ApiError("connection reset", 0)]]
+    lists = [{"metadata": {"resourceVersion": "12"}, "items": []}]
+    client = NsClient(_obj("smoke", 7), lists, streams)
+    assert _sweep.wait_namespace_gone(client, "smoke", 30)
+
+
+def test_namespace_not_there_needs_no_watch():
+    client = NsClient(None, [], [])
+    assert _sweep.wait_namespace_gone(client, "smoke", 30)
+    assert client.watch_calls == []
+
+
+def test_namespace_still_there_at_the_deadline_is_false():
+    now = [0.0]
+
+    def clock():
+        now[0] += 10
+        return now[0]
+
+    client = NsClient(_obj("smoke", 7), [], [[{"type": "MODIFIED", "object": _obj("smoke", 8)}]] * 5)
+    assert not _sweep.wait_namespace_gone(client, "smoke", 30, clock=clock)
 
 
 def _gpod(ns, name, key, node, created):
