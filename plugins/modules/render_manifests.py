@@ -11,7 +11,7 @@ module: render_manifests
 short_description: Write Kubernetes objects to a directory, one YAML file each, in one step
 version_added: 0.1.0
 description:
-  - Writes each object of O(objects) to O(path) as C(<kind>-<namespace>-<name>.yaml) (cluster-scoped objects
+  - Writes each object of O(objects) and of O(documents) to O(path) as C(<kind>-<namespace>-<name>.yaml) (cluster-scoped objects
     C(<kind>-<name>.yaml)), lower case, the name the filter P(gangsched.kubeflow.manifest_filename#filter) gives.
   - A file is written only when its text changes, atomically (a temporary file in the same directory, then a
     rename), so a GitOps repository sees only real changes.
@@ -20,6 +20,8 @@ description:
   - Every object is checked before anything is written; an entry without a kind or a name, or two different objects
     that would share a file, fail the task naming the entry and write nothing (the same object twice is written once).
   - The roles' render-only mode writes through it, one task per component instead of one per object.
+  - Each file is the object as YAML with sorted keys, an indent of 2 and no folding of long strings, which the
+    C and the pure-Python emitters of PyYAML write alike (the C one is used when present).
 author:
   - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
@@ -47,7 +49,17 @@ options:
     description: The Kubernetes objects, each with C(kind) and C(metadata.name).
     type: list
     elements: dict
-    required: true
+    default: []
+  documents:
+    description:
+      - YAML texts of Kubernetes objects, one or more documents each (a chart's C(helm template) output, a CRD file's
+        text), parsed on the host; empty documents are skipped. Their objects follow those of O(objects).
+      - Large objects (CRDs) are much cheaper to pass this way than parsed into O(objects), which Ansible templates
+        and checks entry by entry.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.2.0
   prune:
     description: Remove the C(*.yaml) files in O(path) that are not among the objects' files.
     type: bool
@@ -61,6 +73,13 @@ EXAMPLES = r"""
   gangsched.kubeflow.render_manifests:
     path: rendered/20-volcano
     objects: "{{ lookup('ansible.builtin.template', 'volcano.yaml.j2') | ansible.builtin.from_yaml_all | select | list }}"
+
+- name: A chart's output and a CRD file, parsed by the module
+  gangsched.kubeflow.render_manifests:
+    path: rendered/20-volcano
+    documents:
+      - "{{ volcano_template.stdout }}"
+      - "{{ lookup('ansible.builtin.file', 'crds/queues.yaml') }}"
 """
 
 RETURN = r"""
@@ -70,7 +89,7 @@ path:
   type: str
   sample: rendered/20-volcano
 files:
-  description: The file names of all the objects, in the order of O(objects).
+  description: The file names of all the objects, in the order of O(objects), then of O(documents).
   returned: always
   type: list
   elements: str
@@ -111,8 +130,30 @@ except ImportError:
     YAML_ERROR = traceback.format_exc()
 
 
+# no folding of long strings: the C and the pure-Python emitters fold them differently, and write alike without
+_WIDTH = 1 << 30
+
+
 def _dump(obj: dict) -> str:
-    return yaml.safe_dump(obj, indent=2, sort_keys=True, default_flow_style=False, allow_unicode=True, width=120)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(
+        obj, Dumper=dumper, indent=2, sort_keys=True, default_flow_style=False, allow_unicode=True, width=_WIDTH
+    )
+
+
+def _parse(documents: list) -> list:
+    """The objects of each YAML text (empty documents skipped); ValueError naming the text that is not YAML."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    out = []
+    for i, text in enumerate(documents):
+        try:
+            out += [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            problem = getattr(e, "problem", None) or "not valid YAML"
+            raise ValueError(f"documents[{i}] is not YAML{where}: {problem}") from None
+    return out
 
 
 def _read(path: str) -> str | None:
@@ -140,7 +181,8 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True),
-            objects=dict(type="list", elements="dict", required=True),
+            objects=dict(type="list", elements="dict", default=[]),
+            documents=dict(type="list", elements="str", default=[]),
             prune=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
@@ -149,7 +191,8 @@ def main() -> None:
         module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_ERROR)
     path = module.params["path"]
     try:
-        wanted = _manifests.files(module.params["objects"], _dump)
+        objects = module.params["objects"] + _parse(module.params["documents"])
+        wanted = _manifests.files(objects, _dump)
     except ValueError as e:
         module.fail_json(msg=f"render_manifests: {e}; nothing was written to {path}")
     if os.path.exists(path) and not os.path.isdir(path):

@@ -94,3 +94,31 @@ def test_bad_input_writes_nothing_and_names_the_entry(tmp_path):
     afile.write_text("x")
     notdir = _run({"path": str(afile), "objects": _objects()})
     assert notdir["failed"] is True and "is not a directory" in notdir["msg"]
+
+
+def test_documents_are_parsed_on_the_host_and_written_alike_by_both_emitters(tmp_path):
+    out = tmp_path / "r"
+    long = "a sentence long enough to be folded at 120 columns by one emitter and not the other, " * 3 + "\nend"
+    crd = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "gang"}, "data": {"k": long}}
+    text = "---\n" + yaml.safe_dump(_objects()[1]) + "---\n# only a comment\n---\n" + yaml.safe_dump(crd)
+    res = _run({"path": str(out), "objects": [_objects()[0]], "documents": [text]})
+    assert res["changed"] is True, res
+    assert res["files"] == ["namespace-gang.yaml", "deployment-gang-sched.yaml", "configmap-gang-c.yaml"]
+    written = (out / "configmap-gang-c.yaml").read_text()
+    assert yaml.safe_load(written) == crd
+    for dumper in (yaml.SafeDumper, getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+        assert written == yaml.dump(
+            crd, Dumper=dumper, indent=2, sort_keys=True, default_flow_style=False, allow_unicode=True, width=1 << 30
+        )
+    again = _run({"path": str(out), "objects": [_objects()[0]], "documents": [text]})
+    assert again["changed"] is False, again
+
+
+def test_a_document_that_is_not_yaml_writes_nothing(tmp_path):
+    out = tmp_path / "r"
+    bad = _run({"path": str(out), "objects": _objects(), "documents": ["kind: Service\nmetadata: {name: [x\n"]})
+    assert bad["failed"] is True and "documents[0] is not YAML (line" in bad["msg"], bad["msg"]
+    assert "Traceback" not in bad["msg"] and not out.exists()
+    nokind = _run({"path": str(out), "documents": ["metadata: {name: x}\n"]})
+    assert nokind["failed"] is True and "kind and metadata.name" in nokind["msg"], nokind["msg"]
+    assert not out.exists()
