@@ -105,6 +105,12 @@ def nodes_capacity(nodes: list[dict], pods: list[dict], resource: str = GPU) -> 
         node = (p.get("spec") or {}).get("nodeName")
         if node and not _terminal(p):
             requested[node] = requested.get(node, 0.0) + pod_request(p, resource)
+    return capacity_per_node(nodes, requested, resource)
+
+
+def capacity_per_node(nodes: list[dict], requested: dict[str, float], resource: str = GPU) -> list[dict]:
+    """``nodes_capacity`` from what the pods request per node (node name -> amount), however it was
+    summed (a list of pods, or ``_podfold.PodFold`` as a scan decodes them)."""
     out = []
     for n in nodes:
         st = n.get("status") or {}

@@ -143,7 +143,8 @@ def why_unreachable(exc: BaseException, timeout: float) -> str:
 def stream_items(chunks, keep=None) -> list:
     """The items of a JSON list response, decoded one at a time as its body arrives (``chunks``: an
     iterable of bytes) and each passed through ``keep``, so that only what ``keep`` returns stays in
-    memory, never the whole body. The API server writes a list's ``items`` last, after its metadata."""
+    memory, never the whole body; an item for which it returns None is not kept at all. The API server
+    writes a list's ``items`` last, after its metadata."""
     keep = keep or (lambda o: o)
     dec = json.JSONDecoder()
     utf8 = codecs.getincrementaldecoder("utf-8")()
@@ -159,7 +160,8 @@ def stream_items(chunks, keep=None) -> list:
 
     while buf.find('"items":[') < 0:
         if not read():
-            return [keep(o) for o in json.loads(buf).get("items") or []]  # an empty list's items: null
+            kept = (keep(o) for o in json.loads(buf).get("items") or [])  # an empty list's items: null
+            return [k for k in kept if k is not None]
     pos = buf.find('"items":[') + len('"items":[')
     while True:
         while True:
@@ -177,7 +179,9 @@ def stream_items(chunks, keep=None) -> list:
             if not read():
                 raise
             continue
-        items.append(keep(obj))
+        kept = keep(obj)
+        if kept is not None:
+            items.append(kept)
 
 
 def _transient(method: str, e: ApiError) -> bool:
@@ -449,9 +453,18 @@ class Client:
     def scan(self, path: str, what: str = "", keep=None, **query) -> list:
         """All items of a list call in one request, whatever the cluster's size (no pages, so the
         number of requests does not grow with it), each passed through ``keep`` as it is decoded (see
-        ``stream_items``): a cluster-wide scan holds only what the caller keeps of each object."""
+        ``stream_items``): a cluster-wide scan holds only what the caller keeps of each object. ``keep``
+        may fold the items instead (an accumulator that returns None): one with a ``restart()`` has it
+        called before each attempt, so that a body that broke off and is read again is not folded twice."""
         q = {k: v for k, v in query.items() if v is not None}
-        return self.request("GET", path, query=q, what=what, decode=lambda r: stream_items(r.stream(1 << 16), keep))
+
+        def decode(resp):
+            restart = getattr(keep, "restart", None)
+            if restart is not None:
+                restart()
+            return stream_items(resp.stream(1 << 16), keep)
+
+        return self.request("GET", path, query=q, what=what, decode=decode)
 
     def list_or_empty(self, path: str, what: str = "", **query) -> list[dict]:
         """Like list, but an API that is not served (CRD not installed) lists nothing."""

@@ -6,14 +6,13 @@ Not a public API."""
 
 from __future__ import annotations
 
-import datetime
-
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _capacity,
     _discovery,
     _flags,
     _images,
     _operators,
+    _podfold,
     _podgroups,
     _runtimes,
     _schedulers,
@@ -26,61 +25,15 @@ DEVICE_PLUGIN_IMAGES = {"k8s-device-plugin": "nvidia-device-plugin", "gpu-operat
 # The k8s-device-plugin image also runs these helpers, which advertise no GPU (the chart's MPS control
 # daemon and GPU feature discovery): not device plugins
 DEVICE_PLUGIN_HELPERS = ("mps-control-daemon", "gpu-feature-discovery")
-# where a pod names its gang: its PodGroup (each scheduler's way), else its Kubeflow job or a smoke run's gang
-GANG_KEYS = (
-    *_podgroups.member_keys(),
-    ("label", "training.kubeflow.org/job-name"),
-    ("label", "gangsched.kubeflow/gang"),
-)
-
-
-def _ts(s: str | None) -> float | None:
-    if not s:
-        return None
-    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
-
-
-def gang_key(pod: dict) -> str | None:
-    meta = pod.get("metadata") or {}
-    for where, key in GANG_KEYS:
-        v = (meta.get("annotations" if where == "annotation" else "labels") or {}).get(key)
-        if v:
-            return f"{meta.get('namespace')}/{v}"
-    return None
+# where a pod names its gang (the fold's; here for the callers that read it from this module)
+GANG_KEYS = _podfold.GANG_KEYS
+gang_key = _podfold.gang_key
 
 
 def partial_gangs(pods: list[dict], now: float, threshold: float) -> list[dict]:
-    """Gangs (PodGroups or Kubeflow jobs) with members bound and others unbound longer than threshold."""
-    groups: dict[str, list[dict]] = {}
-    for p in pods:
-        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        k = gang_key(p)
-        if k:
-            groups.setdefault(k, []).append(p)
-    out = []
-    for key, members in sorted(groups.items()):
-        bound = [p for p in members if (p.get("spec") or {}).get("nodeName")]
-        waiting = [
-            p
-            for p in members
-            if not (p.get("spec") or {}).get("nodeName")
-            and now - (_ts(p["metadata"].get("creationTimestamp")) or now) >= threshold
-        ]
-        if bound and waiting:
-            out.append(
-                {
-                    "gang": key,
-                    "bound": sorted(p["metadata"]["name"] for p in bound),
-                    "pending": sorted(p["metadata"]["name"] for p in waiting),
-                    "gpus_held": _capacity.num(sum(_capacity.pod_request(p) for p in bound)),
-                    "nodes": sorted({p["spec"]["nodeName"] for p in bound}),
-                    "pending_for_seconds": int(
-                        max(now - (_ts(p["metadata"].get("creationTimestamp")) or now) for p in waiting)
-                    ),
-                }
-            )
-    return out
+    """Gangs (PodGroups or Kubeflow jobs) with members bound and others unbound longer than threshold
+    (``gather`` folds them as the scan decodes the pods: ``_podfold.PodFold``)."""
+    return _podfold.fold(pods, now, threshold).partial_gangs()
 
 
 def operator_facts(client, found: list[dict]) -> list[dict]:
@@ -295,23 +248,17 @@ def stalled(pods: list[dict], schedulers: list[dict], ops: list[dict], now: floa
     """Problems of gang schedulers that are Ready but make no progress: Pending pods with their
     schedulerName that no scheduler has looked at (no PodScheduled condition at all) for ``threshold``
     seconds or more. Pods naming a gang scheduler nobody serves ('volcano', or an operator's gang flag
-    value) are reported the same way."""
-    waiting: dict[str, list[tuple[float, str]]] = {}
-    for p in pods:
-        md, spec, st = p.get("metadata") or {}, p.get("spec") or {}, p.get("status") or {}
-        name = spec.get("schedulerName") or "default-scheduler"
-        if spec.get("nodeName") or md.get("deletionTimestamp") or st.get("phase", "Pending") != "Pending":
-            continue
-        if any(c.get("type") == "PodScheduled" for c in st.get("conditions") or []):
-            continue  # a scheduler looked at it (bound it, or wrote why it cannot)
-        age = now - (_ts(md.get("creationTimestamp")) or now)
-        if age >= threshold:
-            waiting.setdefault(name, []).append((age, f"{md.get('namespace')}/{md.get('name')}"))
+    value) are reported the same way. (``gather`` folds the pods as the scan decodes them.)"""
+    return stalled_problems(_podfold.fold(pods, now, threshold).waiting(), schedulers, ops)
+
+
+def stalled_problems(waiting: dict, schedulers: list[dict], ops: list[dict]) -> list[dict]:
+    """``stalled`` from ``_podfold.PodFold.waiting``: schedulerName -> (how many such pods, the longest
+    waiting as (age s, 'namespace/name'), longest first)."""
     out = []
     pointed = {"volcano"} | {o["gang_value"] for o in ops if o.get("gang_value") not in (None, "true", "false")}
-    for name, found in sorted(waiting.items()):
-        found.sort(reverse=True)
-        eg = ", ".join(w for _age, w in found[:3])
+    for name, (count, found) in sorted(waiting.items()):
+        eg = ", ".join(w for _age, w in found[: _podfold.EXAMPLES])
         serving = [s for s in schedulers if name in (s.get("scheduler_names") or [])]
         ready = [s for s in serving if s["ready"]]
         if ready:
@@ -320,7 +267,7 @@ def stalled(pods: list[dict], schedulers: list[dict], ops: list[dict], now: floa
                 {
                     "object": where,
                     "message": (
-                        f"{where} is Ready but makes no progress: {len(found)} Pending pod(s) with schedulerName "
+                        f"{where} is Ready but makes no progress: {count} Pending pod(s) with schedulerName "
                         f"{name!r} were neither bound nor rejected by it for {int(found[0][0])}s (e.g. {eg}); it is "
                         "frozen, hung or without its leader lease, and every gang for it waits"
                     ),
@@ -341,7 +288,7 @@ def stalled(pods: list[dict], schedulers: list[dict], ops: list[dict], now: floa
                 {
                     "object": f"Pods {eg}",
                     "message": (
-                        f"{len(found)} Pending pod(s) name scheduler {name!r}, which no running scheduler serves "
+                        f"{count} Pending pod(s) name scheduler {name!r}, which no running scheduler serves "
                         f"({others or 'no gang scheduler found'}); they will never be scheduled"
                     ),
                     "fix": f"run a scheduler that serves {name!r}, or point the workloads at one that runs",
@@ -352,8 +299,9 @@ def stalled(pods: list[dict], schedulers: list[dict], ops: list[dict], now: floa
 
 # ---- Kubeflow Trainer v2 --------------------------------------------------------------------------
 def pod_keep(trainers: list[dict]):
-    """What the cluster-wide pod scan keeps of each pod: ``_capacity.slim_pod``, and for the pods of
-    Trainer's Deployments (``_discovery.trainers``) also when they and their containers started."""
+    """A slim copy of a pod (``_capacity.slim_pod``), and for the pods of Trainer's Deployments
+    (``_discovery.trainers``) also when they and their containers started: all that gang_info's facts
+    read of a pod. ``gather`` keeps no pod (``_podfold.PodFold``)."""
     if not trainers:
         return _capacity.slim_pod
     deps = [t["deployment"] for t in trainers]
@@ -377,9 +325,11 @@ def pod_keep(trainers: list[dict]):
     return keep
 
 
-def trainer_controllers(found: list[dict], pods: list[dict]) -> list[dict]:
+def trainer_controllers(found: list[dict], started: list[str | None]) -> list[dict]:
+    """``found``: ``_discovery.trainers``; ``started``: when each one's pods started
+    (``_podfold.PodFold.started``, i.e. ``_discovery.deployment_started``)."""
     out = []
-    for f in found:
+    for f, start in zip(found, started, strict=True):
         dep, c = f["deployment"], f["container"]
         out.append(
             {
@@ -388,7 +338,7 @@ def trainer_controllers(found: list[dict], pods: list[dict]) -> list[dict]:
                 "image": c.get("image"),
                 "version": _images.image_repo(c.get("image") or "")[1] or None,
                 "ready": _discovery.ready(dep),
-                "started": _discovery.deployment_started(dep, c["name"], pods),
+                "started": start,
             }
         )
     return out
@@ -433,12 +383,14 @@ def _slim_trainjob(tj: dict) -> dict:
     }
 
 
-def trainer_info(client, found: list[dict], pods: list[dict], schedulers: list[dict], crds: dict, ops: list[dict]):
+def trainer_info(
+    client, found: list[dict], started: list[str | None], schedulers: list[dict], crds: dict, ops: list[dict]
+):
     """Kubeflow Trainer v2: (its facts, its problems). One CRD read when Trainer is not installed; else
     one list per runtime kind and one of TrainJobs, and, only when a TrainJob on a coscheduling runtime
     could share its PodGroup with a Kubeflow v1 job, one list per job kind an operator gangs on
     scheduler-plugins."""
-    controllers = trainer_controllers(found, pods)
+    controllers = trainer_controllers(found, started)
     crd = _service.crd(client, _runtimes.TRAINJOB_CRD)
     facts = {"installed": _service.crd_established(crd), "controllers": controllers, "runtimes": []}
     if not facts["installed"]:
@@ -492,8 +444,11 @@ def gather(client, params: dict, now: float) -> dict:
     # one list of every Deployment, classified into schedulers, operators and Trainer's controllers
     deployments = _service.list_deployments(client)
     trainers = _discovery.trainers(deployments)
-    pods = client.scan("/api/v1/pods", what="Pods (all namespaces)", keep=pod_keep(trainers))
-    per_node = _capacity.nodes_capacity(nodes, pods)
+    threshold = params["partial_threshold_seconds"]
+    # every pod folded as the scan decodes it, none kept: memory grows with the nodes and gangs, not the pods
+    pods = _podfold.PodFold(now, threshold, trainers)
+    client.scan("/api/v1/pods", what="Pods (all namespaces)", keep=pods)
+    per_node = pods.nodes_capacity(nodes)
     for entry, node in zip(per_node, nodes, strict=True):
         entry["labels"] = node["metadata"].get("labels") or {}
     schedulers = _service.find_schedulers(client, deployments)
@@ -527,8 +482,8 @@ def gather(client, params: dict, now: float) -> dict:
                 break
     probs = problems(client, ops, schedulers, crds, plugins)
     probs += koordinator_problems(client, schedulers, version.get("gitVersion"))
-    probs += stalled(pods, schedulers, ops, now, params["partial_threshold_seconds"])
-    trainer_facts, trainer_probs = trainer_info(client, trainers, pods, schedulers, crds, ops)
+    probs += stalled_problems(pods.waiting(), schedulers, ops)
+    trainer_facts, trainer_probs = trainer_info(client, trainers, pods.started(), schedulers, crds, ops)
     probs += trainer_probs
     for o in ops:
         o.pop("_container")
@@ -549,5 +504,5 @@ def gather(client, params: dict, now: float) -> dict:
         "device_plugins": plugins,
         "trainer": trainer_facts,
         "problems": probs,
-        "partial_gangs": partial_gangs(pods, now, params["partial_threshold_seconds"]),
+        "partial_gangs": pods.partial_gangs(),
     }
