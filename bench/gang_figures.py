@@ -276,7 +276,8 @@ def grow(lab: Lab, n_nodes: int, n_pods: int) -> None:
         )
         return ready >= n_nodes
 
-    kube.wait_for(all_ready, 600, f"{n_nodes} Ready nodes", interval=3)
+    # 600 s, and 1 s per 5 nodes beyond 3,000 (a bigger lab on the same 2 cores)
+    kube.wait_for(all_ready, max(600, n_nodes // 5), f"{n_nodes} Ready nodes", interval=3)
     print(f"  {n_nodes} nodes Ready after {time.monotonic() - t0:.0f} s")
 
     per_ns = 1000
@@ -323,7 +324,7 @@ def grow(lab: Lab, n_nodes: int, n_pods: int) -> None:
         return running >= n_pods - n_pods // 100 // 10
 
     try:
-        kube.wait_for(settled, 300, "the pods Running", interval=10)
+        kube.wait_for(settled, max(300, n_pods // 100), "the pods Running", interval=10)
         print(f"  pods Running after {time.monotonic() - t0:.0f} s")
     except TimeoutError as e:
         print(f"  {e}")
