@@ -341,6 +341,24 @@ def comparable(res: dict) -> dict:
     return out
 
 
+def differences(old: dict, new: dict) -> list[str]:
+    """What differs between two ``comparable`` results, in a few lines (the cluster may have changed
+    between the two runs: a node's Ready condition, a pod deleted)."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if key == "nodes" and isinstance(a, list) and isinstance(b, list):
+            before = {n["name"]: n for n in a}
+            fields = Counter(f for n in b for f in n if n["name"] in before and before[n["name"]].get(f) != n.get(f))
+            gone = len(set(before) ^ {n["name"] for n in b})
+            out.append(f"nodes: {dict(fields)} differ (nodes in one run only: {gone})")
+        else:
+            out.append(f"{key}: {json.dumps(a)[:300]} != {json.dumps(b)[:300]}")
+    return out
+
+
 def gang_info(lab: Lab, tmp: Path, label: str, baseline: Path | None = None) -> None:
     """gang_info's module 3 times (and, with ``baseline``, that checkout's in turn with it), through
     `ansible localhost -m` once, and its floor 3 times."""
@@ -372,13 +390,16 @@ def gang_info(lab: Lab, tmp: Path, label: str, baseline: Path | None = None) -> 
     )
     if base:
         b_wall, b_rss = statistics.median(b[1] for b in base), max(b[2] for b in base)
-        same = comparable(base[-1][0]) == comparable(res)
+        old, new = comparable(base[-1][0]), comparable(res)
+        differ = differences(old, new)
         print(
             f"    baseline {baseline}: median {b_wall:.2f} s (runs {', '.join(f'{b[1]:.2f}' for b in base)}),"
             f" peak RSS {b_rss / 1024:.0f} MiB (runs {', '.join(f'{b[2] / 1024:.0f}' for b in base)})"
-            f" -> {b_wall / f_wall:.2f}x the floor's time; facts {'equal to' if same else 'DIFFERENT from'}"
+            f" -> {b_wall / f_wall:.2f}x the floor's time; facts {'DIFFERENT from' if differ else 'equal to'}"
             " this checkout's (last runs)"
         )
+        for line in differ:
+            print(f"      {line}")
     print(f"    through `ansible localhost -m`: {a_wall:.2f} s, largest process peak RSS {a_rss / 1024:.0f} MiB")
 
 
