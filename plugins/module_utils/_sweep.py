@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _workloads
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Forbidden, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher
 
 
@@ -93,9 +93,18 @@ def wait_namespace_gone(client, ns: str, timeout: float, clock=time.monotonic) -
     obj = client.get_or_none(f"/api/v1/namespaces/{ns}", f"Namespace {ns}")
     if obj is None:
         return True
+    deadline = clock() + timeout
     w = Watcher(client, "/api/v1/namespaces", f"Namespace {ns}", clock=clock, fieldSelector=f"metadata.name={ns}")
     w.store[ns], w.rv = obj, obj["metadata"].get("resourceVersion")
-    return w.run(lambda _kind, _obj, store: ns not in store, timeout)
+    try:
+        return w.run(lambda _kind, _obj, store: ns not in store, timeout)
+    except Forbidden:  # a user who may get namespaces but not watch them (an older automation-user role): poll
+        pass
+    while clock() < deadline:
+        if client.get_or_none(f"/api/v1/namespaces/{ns}", f"Namespace {ns}") is None:
+            return True
+        time.sleep(0.5)
+    return False
 
 
 def remove_run(

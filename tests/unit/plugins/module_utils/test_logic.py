@@ -268,6 +268,17 @@ def test_namespace_not_there_needs_no_watch():
     assert client.watch_calls == []
 
 
+def test_namespace_gone_is_polled_when_the_user_may_not_watch_namespaces():
+    class NoWatch(NsClient):
+        def get_or_none(self, path, what=""):
+            self.gets += 1
+            return self.obj if self.gets < 3 else None
+
+    client = NoWatch(_obj("smoke", 7), [], [[Forbidden("Forbidden to watch Namespace smoke", 403)]])
+    assert _sweep.wait_namespace_gone(client, "smoke", 30)
+    assert client.watch_calls == ["7"] and client.gets == 3
+
+
 def test_namespace_still_there_at_the_deadline_is_false():
     now = [0.0]
 
