@@ -17,7 +17,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._diagnosis impo
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._interrupt import Interrupted, controller_gone
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._sweep import remove_run, wait_namespace_gone
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher, wait_pod_bound
 
 PODGROUP_WAIT = 30.0
 # Trainer's validating webhook looks a TrainJob's runtime up in its informer cache: a TrainJob created
@@ -94,18 +94,11 @@ class Trial:
         for d in docs:
             d["metadata"]["labels"] = {**d["metadata"]["labels"], CANARY_LABEL: "true"}
         t0 = self.clock()
-        self.create(docs)
-        path = f"/api/v1/namespaces/{self.ns}/pods/{name}-0"
+        pod = [o for o in self.create(docs) if o.get("kind") == "Pod"][0]
         try:
-            while self.clock() - t0 < timeout:
-                pod = self.client.get_or_none(path, f"Pod {self.ns}/{name}-0")
-                if pod is not None and (pod.get("spec") or {}).get("nodeName"):
-                    return round(self.clock() - t0, 2)
-                if controller_gone():
-                    raise Interrupted(
-                        "Interrupted: the ansible process that ran this smoke test is gone; its objects were removed"
-                    )
-                time.sleep(0.2)
+            left = timeout - (self.clock() - t0)
+            if wait_pod_bound(self.client, self.ns, pod, left, self.clock, between=self._check_controller):
+                return round(self.clock() - t0, 2)
             return None
         finally:
             for d in reversed(docs):
@@ -119,13 +112,22 @@ class Trial:
                 except ApiError:
                     pass  # gone already, or the API server is away: the cleanup removes it by its label
 
-    def create(self, docs: list[dict]) -> None:
+    @staticmethod
+    def _check_controller() -> None:
+        if controller_gone():
+            raise Interrupted(
+                "Interrupted: the ansible process that ran this smoke test is gone; its objects were removed"
+            )
+
+    def create(self, docs: list[dict]) -> list[dict]:
+        """Creates ``docs`` in order; the objects as the API server returned them."""
+        made = []
         for d in docs:
             what = f"{d['kind']} {self.ns}/{d['metadata']['name']}"
             t0 = self.clock()
             while True:
                 try:
-                    self.client.request(
+                    obj = self.client.request(
                         "POST",
                         _workloads.collection_path(d),
                         body=d,
@@ -138,6 +140,8 @@ class Trial:
                         raise
                     time.sleep(0.5)
             self.created.append(d)
+            made.append(obj if isinstance(obj, dict) and obj.get("metadata") else d)
+        return made
 
     def _runtime_not_seen_yet(self, doc: dict, e: Forbidden) -> bool:
         """A TrainJob refused because its runtime, created by this run just before, is not found (yet)."""
@@ -175,10 +179,7 @@ class Trial:
             group, version = _podgroups.api(self.params["gang_scheduler"])
             pg_path = f"/apis/{group}/{version}/namespaces/{self.ns}/podgroups/{job['metadata']['name']}"
         while self.clock() < deadline:
-            if controller_gone():
-                raise Interrupted(
-                    "Interrupted: the ansible process that ran this smoke test is gone; its objects were removed"
-                )
+            self._check_controller()
             # short watch rounds, so a job's PodGroup and the pending settle time are checked between them
             done = w.run(on_event, min(2.0, deadline - self.clock()))
             now = self.clock() - t0

@@ -86,6 +86,32 @@ class Watcher:
         return False
 
 
+def wait_pod_bound(client, ns: str, pod: dict, timeout: float, clock=time.monotonic, between=None) -> bool:
+    """True once Pod ``pod`` (as the API server returned it on create) has a node, False after ``timeout``
+    (or when it is deleted): a watch of that name from the object's resourceVersion, in short rounds with
+    ``between()`` called before each (it may raise to stop), instead of polling the pod."""
+    name = pod["metadata"]["name"]
+    if (pod.get("spec") or {}).get("nodeName"):
+        return True
+    w = Watcher(
+        client, f"/api/v1/namespaces/{ns}/pods", f"Pod {ns}/{name}", clock=clock, fieldSelector=f"metadata.name={name}"
+    )
+    w.rv = pod["metadata"].get("resourceVersion") or None
+    state = {"gone": False}
+
+    def on_event(kind, obj, _store):
+        state["gone"] = kind == "DELETED"
+        return state["gone"] or bool((obj.get("spec") or {}).get("nodeName"))
+
+    deadline = clock() + timeout
+    while clock() < deadline:
+        if between is not None:
+            between()
+        if w.run(on_event, min(2.0, deadline - clock())):
+            return not state["gone"]
+    return False
+
+
 def rollout_complete(dep: dict) -> tuple[bool, str]:
     """Like `kubectl rollout status`: (done, what is still missing)."""
     meta, spec, st = dep.get("metadata", {}), dep.get("spec", {}), dep.get("status") or {}

@@ -8,6 +8,7 @@ TrainJob before its runtime."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -68,7 +69,7 @@ class FakeClient:
 
     @property
     def writes(self):
-        return [c for c in self.calls if c[0] != "GET"]
+        return [c for c in self.calls if c[0] not in ("GET", "WATCH")]
 
     def request(self, method, path, body=None, query=None, **kw):
         self.calls.append((method, path))
@@ -104,6 +105,17 @@ class FakeClient:
         return [o for p, o in self.objects.items() if p.startswith(path + "/")]
 
     list_or_empty = list
+
+    def watch(self, path, timeout_seconds, what="", fieldSelector=None, **query):
+        """One round of a watch by name: the pod as it is now when it has a node, else nothing (a short
+        wait stands for the server holding the watch open)."""
+        self.calls.append(("WATCH", path))
+        name = (fieldSelector or "").partition("metadata.name=")[2]
+        obj = self.objects.get(f"{path}/{name}") if name else None
+        if obj is not None and (obj.get("spec") or {}).get("nodeName"):
+            yield {"type": "MODIFIED", "object": obj}
+            return
+        time.sleep(min(0.05, timeout_seconds))
 
     def scan(self, path, what="", keep=None, **query):
         self.calls.append(("GET", path))
@@ -242,6 +254,53 @@ def test_canary_not_bound_is_an_error_naming_the_scheduler_and_no_gang_is_create
     ]
     canary = [o for o in client.calls if o[0] == "DELETE" and o[1].endswith("-live1-0")]
     assert canary, client.calls
+    assert client.objects == {}
+
+
+class _BindsLater(FakeClient):
+    """Creates pods without a node; the scheduler binds one on the watch's second round."""
+
+    def __init__(self):
+        super().__init__(bind=False)
+        self.rounds = 0
+
+    def watch(self, path, timeout_seconds, what="", fieldSelector=None, **query):
+        self.rounds += 1
+        if self.rounds == 2:
+            for p, o in self.objects.items():
+                if p.startswith(path + "/") and o["kind"] == "Pod":
+                    o["spec"] = {**o["spec"], "nodeName": "g1"}
+        yield from super().watch(path, timeout_seconds, what, fieldSelector=fieldSelector, **query)
+
+
+def test_the_canary_is_watched_from_its_create_not_polled():
+    client = _BindsLater()
+    trial = _trial.Trial(client, params(liveness_timeout=5), "r1", "volcano", WHO)
+    assert trial.canary(1, 5) is not None
+    pod = "/api/v1/namespaces/gangsched-smoke/pods"
+    assert client.calls.count(("WATCH", pod)) == 2, client.calls
+    assert not [c for c in client.calls if c[0] == "GET"], client.calls
+    # removed at once, bound or not
+    assert client.objects == {}
+
+
+def test_a_canary_deleted_while_watched_is_not_bound():
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import wait_pod_bound
+
+    class _Deletes:
+        def watch(self, path, timeout_seconds, what="", **query):
+            yield {"type": "DELETED", "object": {"metadata": {"name": "p", "resourceVersion": "9"}, "spec": {}}}
+
+    pod = {"metadata": {"name": "p", "resourceVersion": "3"}, "spec": {}}
+    assert wait_pod_bound(_Deletes(), "ns", pod, 5) is False
+
+
+def test_the_canary_stops_when_the_controller_is_gone(monkeypatch):
+    monkeypatch.setattr(_trial, "controller_gone", lambda: True)
+    client = FakeClient(bind=False)
+    trial = _trial.Trial(client, params(), "r1", "volcano", WHO)
+    with pytest.raises(_trial.Interrupted):
+        trial.canary(1, 5)
     assert client.objects == {}
 
 
