@@ -24,8 +24,8 @@ collection: ## the checkout as the collection gangsched.kubeflow (.collections/a
 # make test's stages in lanes that run side by side, each lane on a lab of its own (tests/lanes.py): the
 # lab tests mostly wait on the cluster, so the lanes share the CPU well; each stage's time is printed.
 TEST_LANES = \
-  'unit-lab=$(PY) -m pytest -q -n 2 --dist loadfile tests/unit tests/lab; compat=$(PY) tests/compat.py oldest newest' \
-  'playbooks=$(PY) -m pytest -q -n 2 --dist loadfile tests/playbooks' \
+  'unit-lab=$(PY) -m pytest -q -rfE -n 2 --dist loadfile tests/unit tests/lab; compat=$(PY) tests/compat.py oldest newest' \
+  'playbooks=$(PY) -m pytest -q -rfE -n 2 --dist loadfile tests/playbooks' \
   'lint-sanity=$(MAKE) --no-print-directory lint sanity; molecule=$(MAKE) --no-print-directory molecule'
 
 test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks and every Molecule scenario, in lanes side by side; each stage's time

@@ -101,7 +101,20 @@ def main(argv: list[str]) -> int:
             what = "not run (an earlier stage of its lane failed)" if rc is None else f"{took:>5} s  exit {rc}"
             print(f"  {name:<12} {what}")
             failed |= rc != 0
+    for lane in lanes:
+        for name, _ in lane:
+            if results.get(name, (0,))[0] not in (0, None):
+                print(f"\n----- why stage {name} failed (the end of .labs/logs/{name}.log) -----")
+                print(failure_digest((LABS / "logs" / f"{name}.log").read_text(errors="replace")))
     return 1 if failed else 0
+
+
+def failure_digest(log: str, tail: int = 25) -> str:
+    """A failed stage's log, short enough to read at the end of a long CI log: pytest's FAILED and
+    ERROR lines (from -rfE) wherever they are, then the log's last ``tail`` lines."""
+    lines = log.splitlines()
+    marked = [line for line in lines[:-tail] if line.startswith(("FAILED ", "ERROR "))]
+    return "\n".join([*marked, *lines[-tail:]])
 
 
 if __name__ == "__main__":

@@ -194,3 +194,21 @@ def test_runner_tick_in_progress_cannot_start_a_container_for_a_pod_being_stoppe
     assert not any(c.alive() for c in run.containers), "a container outlived its pod's stop()"
     run.tick()  # ... and no tick after stop() starts one again
     assert not any(c.alive() for c in run.containers)
+
+
+def test_a_failed_stage_is_told_by_its_failed_tests_and_its_end():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("lanes", Path(__file__).resolve().parent.parent / "lanes.py")
+    lanes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lanes)
+    log = "\n".join(
+        ["....F..", *[f"noise {i}" for i in range(100)], "FAILED tests/lab/test_x.py::test_y - assert 1 == 2"]
+        + ["ERROR tests/lab/test_z.py::test_w"]
+        + [f"tail {i}" for i in range(30)]
+    )
+    digest = lanes.failure_digest(log, tail=5).splitlines()
+    assert digest[:2] == ["FAILED tests/lab/test_x.py::test_y - assert 1 == 2", "ERROR tests/lab/test_z.py::test_w"]
+    assert digest[2:] == [f"tail {i}" for i in range(25, 30)]
+    assert not any(line.startswith("noise") for line in digest)
