@@ -403,6 +403,23 @@ def gang_info(lab: Lab, tmp: Path, label: str, baseline: Path | None = None) -> 
     print(f"    through `ansible localhost -m`: {a_wall:.2f} s, largest process peak RSS {a_rss / 1024:.0f} MiB")
 
 
+def automation_user(lab: Lab, tmp: Path) -> Path:
+    """A kubeconfig of a ServiceAccount bound to the documented automation-user role (the smoke test's user)."""
+    kubeconfig = tmp / "kubeconfig"
+    kube.service_account_kubeconfig(lab, SA_NS, SA, kubeconfig)
+    role = yaml.safe_load((REPO / "docs" / "automation-user-rbac.yml").read_text())
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": SA},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
+        "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": SA_NS}],
+    }
+    kube.apply(lab, [role, binding])
+    time.sleep(2)
+    return kubeconfig
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=1000)
@@ -412,6 +429,11 @@ def main() -> int:
         "--only-gang-info",
         action="store_true",
         help="gang_info and its floor alone, on the small lab and then grown: no site.yml, smoke test or render",
+    )
+    ap.add_argument(
+        "--only-smoke",
+        action="store_true",
+        help="site.yml once, then the smoke test's requests and verdict latency alone, on the small lab and then grown",
     )
     ap.add_argument(
         "--baseline",
@@ -445,6 +467,14 @@ def main() -> int:
                 return 0
             print("site.yml on a fresh lab (4 GPU nodes x 1 GPU + 1 CPU node), Volcano:")
             playbook(lab, "site")
+            if opts.only_smoke:
+                kubeconfig = automation_user(lab, tmp)
+                smoke(lab, kubeconfig, tmp, f"{len(k.CoreV1Api(kube.api(lab)).list_node().items)} nodes")
+                if not opts.no_grow:
+                    print(f"growing the lab to {opts.nodes} nodes and {opts.pods} pods:")
+                    grow(lab, opts.nodes, opts.pods)
+                    smoke(lab, kubeconfig, tmp, f"{opts.nodes} nodes, {opts.pods} pods")
+                return 0
             print("idempotent re-run, whole (the smoke tests prove the gang again):")
             playbook(lab, "site")
             print("idempotent re-run of the install and configuration alone:")
@@ -468,22 +498,7 @@ def main() -> int:
                     f"    {n} no-op module runs {runs:.1f} s (ansible-playbook's start alone {start:.1f} s)"
                     f" = {runs / floor:.1f}x the floor; the {label}'s {took:.1f} s is {took / runs:.1f}x that"
                 )
-            kubeconfig = tmp / "kubeconfig"
-            kube.service_account_kubeconfig(lab, SA_NS, SA, kubeconfig)
-            role = yaml.safe_load((REPO / "docs" / "automation-user-rbac.yml").read_text())
-            binding = {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": {"name": SA},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": role["metadata"]["name"],
-                },
-                "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": SA_NS}],
-            }
-            kube.apply(lab, [role, binding])
-            time.sleep(2)
+            kubeconfig = automation_user(lab, tmp)
             total = len(k.CoreV1Api(kube.api(lab)).list_node().items)
             smoke(lab, kubeconfig, tmp, f"{total} nodes")
             gang_info(lab, tmp, f"{total} nodes", opts.baseline)
