@@ -1,0 +1,155 @@
+#!/usr/bin/python
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: component_ready
+short_description: Wait in one task until a component's CRDs, workloads and admission webhooks are ready
+version_added: 0.2.0
+description:
+  - Reads each named object once; those not ready yet are read again once a second until they are, or until
+    O(wait_timeout) has passed. One task for what would otherwise be a C(kubernetes.core.k8s_info) wait per object.
+  - Ready means, per kind, a CustomResourceDefinition C(Established); a Deployment C(Available); a DaemonSet with
+    every desired pod ready and updated; an admission webhook configuration whose every webhook carries a
+    C(caBundle) (the CA its server injects at start). A condition counts only at the object's current generation.
+  - Reads only; never changes anything, so RV(changed) is always false.
+author:
+  - gangsched.kubeflow maintainers (@gangsched)
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - gangsched.kubeflow._api
+  - gangsched.kubeflow._attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads and waits as in a normal run.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+options:
+  crds:
+    description: Names of CustomResourceDefinitions that must be Established.
+    type: list
+    elements: str
+    default: []
+  namespace:
+    description: The namespace of O(deployments) and O(daemonsets). Required with either.
+    type: str
+  deployments:
+    description: Names of Deployments in O(namespace) that must be Available.
+    type: list
+    elements: str
+    default: []
+  daemonsets:
+    description: Names of DaemonSets in O(namespace) whose every desired pod must be ready and updated.
+    type: list
+    elements: str
+    default: []
+  mutating_webhook_configurations:
+    description: Names of MutatingWebhookConfigurations whose every webhook must carry a C(caBundle).
+    type: list
+    elements: str
+    default: []
+  validating_webhook_configurations:
+    description: Names of ValidatingWebhookConfigurations whose every webhook must carry a C(caBundle).
+    type: list
+    elements: str
+    default: []
+  wait:
+    description:
+      - Wait for what is not ready. With V(false), one read, reported in RV(not_ready), and the task does not fail.
+    type: bool
+    default: true
+  wait_timeout:
+    description: Seconds to wait, in all; when it has passed and something is not ready, the task fails naming it.
+    type: int
+    default: 300
+seealso:
+  - module: kubernetes.core.k8s_info
+"""
+
+EXAMPLES = r"""
+---
+- name: Volcano ready (CRDs, Deployments, webhooks with their CA)
+  gangsched.kubeflow.component_ready:
+    crds: [podgroups.scheduling.volcano.sh, queues.scheduling.volcano.sh]
+    namespace: volcano-system
+    deployments: [volcano-scheduler, volcano-controllers, volcano-admission]
+    mutating_webhook_configurations: [volcano-admission-service-pods-mutate]
+    validating_webhook_configurations: [volcano-admission-service-pods-validate]
+    wait_timeout: 300
+
+- name: What is not ready now, without waiting
+  gangsched.kubeflow.component_ready:
+    namespace: nvidia-device-plugin
+    daemonsets: [nvidia-device-plugin]
+    wait: false
+  register: gpu_plugin_now
+"""
+
+RETURN = r"""
+ready:
+  description: The named objects that are ready, as C(Kind name) or C(Kind namespace/name).
+  returned: always
+  type: list
+  elements: str
+  sample: ["CustomResourceDefinition podgroups.scheduling.volcano.sh", "Deployment volcano-system/volcano-scheduler"]
+not_ready:
+  description: Those that are not ready at the end, each with why; empty after a successful wait.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    object:
+      description: The object, as C(Kind name) or C(Kind namespace/name).
+      type: str
+      returned: always
+      sample: Deployment volcano-system/volcano-admission
+    why:
+      description: What it still lacks (C(not found), C(not Established yet), C(1 of 2 pods ready, 2 updated) ...).
+      type: str
+      returned: always
+      sample: not Available yet (0 of 1 replicas)
+  sample: []
+waited_for:
+  description: The objects that were not ready at the first read, so waited for (empty with O(wait=false)).
+  returned: always
+  type: list
+  elements: str
+  sample: []
+seconds:
+  description: Seconds from the first read to the last.
+  returned: always
+  type: float
+  sample: 0.08
+"""
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._ready import run
+
+
+def argument_spec() -> dict:
+    names = dict(type="list", elements="str", default=[])
+    return with_auth(
+        crds=dict(names),
+        namespace=dict(type="str"),
+        deployments=dict(names),
+        daemonsets=dict(names),
+        mutating_webhook_configurations=dict(names),
+        validating_webhook_configurations=dict(names),
+        wait=dict(type="bool", default=True),
+        wait_timeout=dict(type="int", default=300),
+    )
+
+
+def main() -> None:
+    execute(argument_spec(), run, minimums={"wait_timeout": 0})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""component_ready on the lab: objects that appear while it waits (a Deployment the controller and
+KWOK bring to Available, a CRD the API server Establishes) end the wait with them named in
+waited_for; what never becomes ready fails the task within wait_timeout, naming each object and why."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_run import run_module
+from lab_objects import operator_like
+
+from lab import kube
+
+
+def _crd(group: str) -> dict:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+
+
+def _first_read(lab, path: str, timeout: float = 120) -> None:
+    """Until the API server's audit log shows a request for ``path`` (the module's first read)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path in (lab.logs / "audit.log").read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no request for {path} in the audit log within {timeout}s")
+
+
+def test_what_appears_while_it_waits_ends_the_wait(lab, namespace):
+    group = f"t{uuid.uuid4().hex[:6]}.gangsched.test"
+    args = {"crds": [f"widgets.{group}"], "namespace": namespace, "deployments": ["late"], "wait_timeout": 120}
+    with ThreadPoolExecutor(1) as pool:
+        fut = pool.submit(run_module, lab, "component_ready", args)
+        _first_read(lab, f"customresourcedefinitions/widgets.{group}")  # it looked and found neither
+        kube.apply(lab, [_crd(group), operator_like(namespace, "late")])
+        res = fut.result(timeout=200)
+    kube.kubectl(lab, "delete", "crd", f"widgets.{group}", "--wait=false")
+    assert res.get("failed") is not True, res.get("msg")
+    assert res["changed"] is False and res["not_ready"] == []
+    assert res["waited_for"] == [f"CustomResourceDefinition widgets.{group}", f"Deployment {namespace}/late"], res
+    assert res["ready"] == res["waited_for"] and res["seconds"] > 0
+
+
+def test_what_never_gets_ready_fails_within_the_timeout_naming_it(lab, namespace):
+    # its pods wait for a node label no node has: the Deployment exists and is never Available
+    kube.apply(lab, [operator_like(namespace, "held", node_selector={"gangsched-test/never": "x"})])
+    args = {"crds": ["nothing.gangsched.test"], "namespace": namespace, "deployments": ["held"], "wait_timeout": 5}
+    t0 = time.monotonic()
+    res = run_module(lab, "component_ready", args, check=True)
+    took = time.monotonic() - t0
+    assert res.get("failed") is True and took < 5 + 30, (took, res)
+    first = "Timed out after 5s waiting for CustomResourceDefinition nothing.gangsched.test: not found"
+    assert res["msg"].startswith(first), res["msg"]
+    assert f"Deployment {namespace}/held: not Available yet (0 of 1 replicas)" in res["msg"], res["msg"]
+    assert "Traceback" not in res["msg"] and "raise wait_timeout" in res["msg"]
+    now = run_module(lab, "component_ready", {**args, "wait": False})
+    assert now.get("failed") is not True and now["waited_for"] == [] and len(now["not_ready"]) == 2, now
