@@ -261,6 +261,17 @@ def ca_injected(configurations) -> list[str]:
     return out
 
 
+def device_plugin_ready(info, namespace: str, release: str, expected_gpus=0) -> bool:
+    """gang_info's facts show the release's device plugin DaemonSets ready and the GPUs allocatable."""
+    if not isinstance(info, dict):
+        raise AnsibleFilterError(f"device_plugin_ready needs gang_info's result (a dict), got {type(info).__name__}")
+    try:
+        return _capacity.device_plugin_ready(info, namespace, release, int(expected_gpus))
+    except (TypeError, ValueError) as e:
+        msg = f"device_plugin_ready: expected_gpus must be a whole number, got {expected_gpus!r}"
+        raise AnsibleFilterError(msg) from e
+
+
 def condition_true(objects, condition: str) -> list[str]:
     """Names of the objects whose status carries ``condition`` with status True, at the object's
     current generation where the status reports one (a condition of an older spec does not count)."""
@@ -304,4 +315,5 @@ class FilterModule:
             "report_line": report_line,
             "condition_true": condition_true,
             "gang_slots": gang_slots,
+            "device_plugin_ready": device_plugin_ready,
         }

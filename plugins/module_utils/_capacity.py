@@ -148,3 +148,18 @@ def gang_fits(per_node: list[dict], replicas: int, per_pod: float) -> tuple[bool
         return True, replicas
     slots = member_slots(per_node, per_pod)
     return slots >= replicas, slots
+
+
+def device_plugin_ready(info: dict, namespace: str, release: str, expected_gpus: int) -> bool:
+    """gang_info's facts (``info``) show release ``namespace/release``'s device plugin DaemonSets all ready,
+    each with a pod desired, and at least ``max(expected_gpus, 1)`` GPUs allocatable. The MPS control
+    daemon is left out: it targets only nodes labelled for MPS, so none desired is normal for it."""
+
+    def mine(ds: dict) -> bool:
+        name = str(ds.get("daemonset", ""))
+        return name.startswith(f"{namespace}/{release}") and "mps-control-daemon" not in name
+
+    ours = [ds for ds in (info or {}).get("device_plugins") or [] if mine(ds)]
+    if not ours or any((ds.get("desired") or 0) < 1 or ds.get("ready") != ds.get("desired") for ds in ours):
+        return False
+    return float(((info or {}).get("gpus") or {}).get("allocatable") or 0) >= max(int(expected_gpus), 1)
