@@ -7,7 +7,7 @@ DOCUMENTATION = r"""
 name: crd_files
 author: gangsched.kubeflow contributors
 short_description: The CRD files of a source on the controller, a file or a directory, less excluded names
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Each term is a CRD source on the controller. A file is that file; a directory is its C(*.yaml) and C(*.yml)
     files (not hidden files, not its subdirectories).

@@ -2,12 +2,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: what component_ready does — one read of each object a component
-brings (CRDs, Deployments, DaemonSets, admission webhook configurations), then, for those not ready
+brings (CRDs, Deployments, DaemonSets, Services' endpoints, admission webhook configurations), then, for those not ready
 yet, reads again once a second until they are or the timeout passes. Not a public API."""
 
 from __future__ import annotations
 
 import time
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import rollout_complete
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 
@@ -25,13 +27,10 @@ def established(obj: dict) -> str | None:
     return None if _condition(obj, "Established") else "not Established yet"
 
 
-def available(obj: dict) -> str | None:
-    if _condition(obj, "Available"):
-        return None
-    if (obj.get("status") or {}).get("observedGeneration", 0) < (obj.get("metadata") or {}).get("generation", 0):
-        return "the controller has not seen its new generation yet"
-    have, want = (obj.get("status") or {}).get("availableReplicas") or 0, (obj.get("spec") or {}).get("replicas", 1)
-    return f"not Available yet ({have} of {want} replicas)"
+def rolled_out(obj: dict) -> str | None:
+    """Like `kubectl rollout status`: every replica of the current spec updated and available, none old left."""
+    done, why = rollout_complete(obj)
+    return None if done else why
 
 
 def daemonset_ready(obj: dict) -> str | None:
@@ -53,53 +52,79 @@ def ca_injected(obj: dict) -> str | None:
     return f"no caBundle yet in {', '.join(without)}" if without else None
 
 
-# option: (kind, path of one object, readiness, namespaced)
+def endpoint_ready(slices: list[dict]) -> str | None:
+    """A Service's EndpointSlices hold a ready address (what the API server calls a webhook at)."""
+    for sl in slices:
+        for e in sl.get("endpoints") or []:
+            if e.get("addresses") and (e.get("conditions") or {}).get("ready") is not False:
+                return None
+    return "no ready endpoint yet"
+
+
+def _one(path: str):
+    return lambda client, label, ns, name: client.get_or_none(path.format(namespace=ns, name=name), label)
+
+
+def _slices(client, label, ns, name):
+    path = f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
+    return client.list_or_empty(path, f"EndpointSlices of {label}", labelSelector=f"kubernetes.io/service-name={name}")
+
+
+# option: (kind, read(client, label, namespace, name) -> the object or None, readiness, namespaced)
 KINDS = {
-    "crds": ("CustomResourceDefinition", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", established),
-    "deployments": ("Deployment", "/apis/apps/v1/namespaces/{namespace}/deployments/{name}", available),
-    "daemonsets": ("DaemonSet", "/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", daemonset_ready),
+    "crds": (
+        "CustomResourceDefinition",
+        _one("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"),
+        established,
+        False,
+    ),
+    "deployments": ("Deployment", _one("/apis/apps/v1/namespaces/{namespace}/deployments/{name}"), rolled_out, True),
+    "daemonsets": ("DaemonSet", _one("/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}"), daemonset_ready, True),
+    "services": ("Service", _slices, endpoint_ready, True),
     "mutating_webhook_configurations": (
         "MutatingWebhookConfiguration",
-        ADMISSION + "/mutatingwebhookconfigurations/{name}",
+        _one(ADMISSION + "/mutatingwebhookconfigurations/{name}"),
         ca_injected,
+        False,
     ),
     "validating_webhook_configurations": (
         "ValidatingWebhookConfiguration",
-        ADMISSION + "/validatingwebhookconfigurations/{name}",
+        _one(ADMISSION + "/validatingwebhookconfigurations/{name}"),
         ca_injected,
+        False,
     ),
 }
-NAMESPACED = ("deployments", "daemonsets")
+NAMESPACED = tuple(o for o, (_k, _r, _c, namespaced) in KINDS.items() if namespaced)
 
 
-def targets(params: dict) -> list[tuple[str, str, object]]:
-    """(``Kind namespace/name``, path, readiness) of every object the options name, in option order."""
+def targets(params: dict) -> list[tuple[str, object, object]]:
+    """(``Kind namespace/name``, read() of it, readiness) of every object the options name, in option order."""
     out = []
-    for option, (kind, path, ready) in KINDS.items():
+    for option, (kind, read, ready, namespaced) in KINDS.items():
         for name in params.get(option) or []:
-            if option in NAMESPACED:
-                ns = params["namespace"]
-                out.append((f"{kind} {ns}/{name}", path.format(namespace=ns, name=name), ready))
-            else:
-                out.append((f"{kind} {name}", path.format(name=name), ready))
+            ns = params.get("namespace") if namespaced else None
+            label = f"{kind} {ns}/{name}" if namespaced else f"{kind} {name}"
+            out.append((label, lambda client, r=read, lb=label, n=ns, nm=name: r(client, lb, n, nm), ready))
     return out
 
 
 def _read(client, todo):
-    """(label, why not ready) of those in ``todo`` that are not ready now."""
+    """(target, why not ready) of those in ``todo`` that are not ready now."""
     left = []
-    for label, path, ready in todo:
-        obj = client.get_or_none(path, label)
+    for target in todo:
+        label, read, ready = target
+        obj = read(client)
         why = "not found" if obj is None else ready(obj)
         if why:
-            left.append(((label, path, ready), why))
+            left.append((target, why))
     return left
 
 
 def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, sleep=time.sleep) -> dict:
     todo = targets(params)
     if any(o in NAMESPACED and params.get(o) for o in KINDS) and not params.get("namespace"):
-        return {"changed": False, "_failed": "namespace is required with deployments or daemonsets; set it to theirs"}
+        need = "namespace is required with deployments, daemonsets or services; set it to theirs"
+        return {"changed": False, "_failed": need}
     t0 = clock()
     left = _read(client, todo)
     not_ready_at_first = [t[0] for t, _why in left]

@@ -9,13 +9,15 @@ DOCUMENTATION = r"""
 ---
 module: component_ready
 short_description: Wait in one task until a component's CRDs, workloads and admission webhooks are ready
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads each named object once; those not ready yet are read again once a second until they are, or until
     O(wait_timeout) has passed. One task for what would otherwise be a C(kubernetes.core.k8s_info) wait per object.
-  - Ready means, per kind, a CustomResourceDefinition C(Established); a Deployment C(Available); a DaemonSet with
-    every desired pod ready and updated; an admission webhook configuration whose every webhook carries a
-    C(caBundle) (the CA its server injects at start). A condition counts only at the object's current generation.
+  - Ready means, per kind, a CustomResourceDefinition C(Established); a Deployment rolled out as C(kubectl rollout status)
+    has it (every replica of its current spec updated and available, no old one left); a DaemonSet with every desired pod
+    ready and updated; a Service with a ready endpoint in its EndpointSlices (where the API server calls a webhook); an
+    admission webhook configuration whose every webhook carries a C(caBundle) (the CA its server injects at start).
+    Status counts only once the controller has seen the object's current generation.
   - Reads only; never changes anything, so RV(changed) is always false.
 author:
   - gangsched.kubeflow maintainers (@gangsched)
@@ -38,15 +40,20 @@ options:
     elements: str
     default: []
   namespace:
-    description: The namespace of O(deployments) and O(daemonsets). Required with either.
+    description: The namespace of O(deployments), O(daemonsets) and O(services). Required with any of them.
     type: str
   deployments:
-    description: Names of Deployments in O(namespace) that must be Available.
+    description: Names of Deployments in O(namespace) that must be rolled out.
     type: list
     elements: str
     default: []
   daemonsets:
     description: Names of DaemonSets in O(namespace) whose every desired pod must be ready and updated.
+    type: list
+    elements: str
+    default: []
+  services:
+    description: Names of Services in O(namespace) that must have a ready endpoint.
     type: list
     elements: str
     default: []
@@ -111,10 +118,10 @@ not_ready:
       returned: always
       sample: Deployment volcano-system/volcano-admission
     why:
-      description: What it still lacks (C(not found), C(not Established yet), C(1 of 2 pods ready, 2 updated) ...).
+      description: What it still lacks (C(not found), C(not Established yet), C(0 of 1 updated replicas available) ...).
       type: str
       returned: always
-      sample: not Available yet (0 of 1 replicas)
+      sample: 0 of 1 updated replicas available
   sample: []
 waited_for:
   description: The objects that were not ready at the first read, so waited for (empty with O(wait=false)).
@@ -140,6 +147,7 @@ def argument_spec() -> dict:
         namespace=dict(type="str"),
         deployments=dict(names),
         daemonsets=dict(names),
+        services=dict(names),
         mutating_webhook_configurations=dict(names),
         validating_webhook_configurations=dict(names),
         wait=dict(type="bool", default=True),

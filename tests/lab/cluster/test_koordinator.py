@@ -83,7 +83,12 @@ def test_koord_scheduler_runs_its_build_with_loopback_insecure_port(koord):
     assert argv[0] == str(build.binary_path("koord-scheduler")), start
     assert "--config=/config/koord-scheduler.config" in argv, start
     # the deprecated insecure port obeys --address even with --config (its --help says otherwise)
-    listening = _listening(int(pidfile.read_text()))
+    # the insecure port opens after the secure one (the Deployment's probe): on a busy machine, some seconds later
+    pid, deadline = int(pidfile.read_text()), time.monotonic() + 60
+    listening = _listening(pid)
+    while not any(p == 10251 for _a, p in listening) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        listening = _listening(pid)
     assert ("127.0.0.1", 10251) in listening, listening
     assert not {a for a, p in listening if p == 10251} - {"127.0.0.1"}, listening
 

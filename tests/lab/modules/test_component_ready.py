@@ -70,7 +70,7 @@ def test_what_never_gets_ready_fails_within_the_timeout_naming_it(lab, namespace
     assert res.get("failed") is True and took < 5 + 30, (took, res)
     first = "Timed out after 5s waiting for CustomResourceDefinition nothing.gangsched.test: not found"
     assert res["msg"].startswith(first), res["msg"]
-    assert f"Deployment {namespace}/held: not Available yet (0 of 1 replicas)" in res["msg"], res["msg"]
+    assert f"Deployment {namespace}/held: 0 of 1 updated replicas available" in res["msg"], res["msg"]
     assert "Traceback" not in res["msg"] and "raise wait_timeout" in res["msg"]
     now = run_module(lab, "component_ready", {**args, "wait": False})
     assert now.get("failed") is not True and now["waited_for"] == [] and len(now["not_ready"]) == 2, now

@@ -15,8 +15,7 @@ def _crd(ok=True):
 
 
 def _dep(ok=True):
-    st = {"observedGeneration": 1, "availableReplicas": 1 if ok else 0}
-    st["conditions"] = [{"type": "Available", "status": "True" if ok else "False"}]
+    st = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1 if ok else 0}
     return {"metadata": {"generation": 1}, "spec": {"replicas": 1}, "status": st}
 
 
@@ -52,6 +51,10 @@ class Cluster:
         if path in self.later and self.reads.count(path) > self.later[path][0]:
             return self.later[path][1]
         return self.objects.get(path)
+
+    def list_or_empty(self, path, what="", labelSelector=None):
+        self.reads.append(f"{path}?{labelSelector}")
+        return self.objects.get(f"{path}?{labelSelector}", [])
 
 
 class Clock:
@@ -129,11 +132,22 @@ def test_missing_and_stale_and_daemonsets():
     assert "_failed" not in res and res["waited_for"] == []
     assert res["not_ready"] == [
         {"object": "CustomResourceDefinition gone.x.io", "why": "not found"},
-        {"object": "Deployment vs/sched", "why": "the controller has not seen its new generation yet"},
+        {"object": "Deployment vs/sched", "why": "the controller has not seen the new generation yet"},
         {"object": "DaemonSet vs/plugin", "why": "1 of 2 pods ready, 2 updated"},
     ]
 
 
 def test_namespaced_kinds_need_the_namespace():
     res, _ = _run(Cluster({}), namespace=None)
-    assert res["_failed"] == "namespace is required with deployments or daemonsets; set it to theirs"
+    assert res["_failed"] == "namespace is required with deployments, daemonsets or services; set it to theirs"
+
+
+def test_a_service_is_ready_with_a_ready_endpoint_in_its_slices():
+    slices = "/apis/discovery.k8s.io/v1/namespaces/vs/endpointslices?kubernetes.io/service-name=hooks"
+    only = {"crds": [], "deployments": [], "mutating_webhook_configurations": [], "services": ["hooks"]}
+    starting = [{"endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": False}}]}]
+    res, _ = _run(Cluster({slices: starting}), wait=False, **only)
+    assert res["not_ready"] == [{"object": "Service vs/hooks", "why": "no ready endpoint yet"}]
+    ready = [{"endpoints": []}, {"endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}]}]
+    res, _ = _run(Cluster({slices: ready}), **only)
+    assert res["ready"] == ["Service vs/hooks"] and "_failed" not in res
