@@ -17,17 +17,19 @@ BIN = Path(sys.executable).parent
 
 
 def ansible_env(lab, extra: dict | None = None, kubeconfig: bool = True) -> dict:
-    """The environment of an Ansible run on ``lab``; ``kubeconfig``: the lab's kubeconfig as the modules'
-    K8S_AUTH_KUBECONFIG default (playbooks take theirs from the lab inventory instead)."""
+    """The environment of an Ansible run on ``lab`` (None: no cluster, e.g. a module that writes files);
+    ``kubeconfig``: the lab's kubeconfig as the modules' K8S_AUTH_KUBECONFIG default (playbooks take theirs
+    from the lab inventory instead)."""
     env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
         "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
         "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
         "ANSIBLE_LOCALHOST_WARNING": "0",
-        "GANGSCHED_LAB_DIR": str(lab.root),
     }
-    if kubeconfig:
+    if lab is not None:
+        env["GANGSCHED_LAB_DIR"] = str(lab.root)
+    if lab is not None and kubeconfig:
         env["K8S_AUTH_KUBECONFIG"] = str(lab.kubeconfig)
     env.update(extra or {})
     return env

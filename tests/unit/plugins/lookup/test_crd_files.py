@@ -4,16 +4,11 @@ listing by itself, then the plugin as Ansible loads it (its options from its doc
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.lookup.crd_files import crd_files
-
-REPO = Path(__file__).resolve().parents[4]
-BIN = Path(sys.executable).parent
+from ansible_run import BIN, REPO, ansible_env
 
 
 @pytest.fixture
@@ -46,14 +41,7 @@ def test_a_file_is_itself_and_a_missing_source_is_nothing(src):
 
 def _query(expr: str) -> dict:
     cmd = [str(BIN / "ansible"), "localhost", "-m", "ansible.builtin.debug", "-a", f"msg={{{{ {expr} }}}}"]
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-        "ANSIBLE_LOCALHOST_WARNING": "0",
-    }
-    out = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(cmd, env=ansible_env(None), cwd=REPO, capture_output=True, text=True, timeout=120)
     return json.loads(out.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 

@@ -5,15 +5,10 @@ anything is written."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import yaml
-
-REPO = Path(__file__).resolve().parents[4]
-BIN = Path(sys.executable).parent
+from ansible_run import BIN, REPO, ansible_env
 
 
 def _run(args: dict, check: bool = False) -> dict:
@@ -27,14 +22,7 @@ def _run(args: dict, check: bool = False) -> dict:
         "--diff",
     ]
     cmd += ["--check"] if check else []
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-        "ANSIBLE_LOCALHOST_WARNING": "0",
-    }
-    out = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(cmd, env=ansible_env(None), cwd=REPO, capture_output=True, text=True, timeout=120)
     data = json.loads(out.stdout)
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
