@@ -7,7 +7,7 @@ added or edited, or when changelogs/changelog.yaml changed (a release). Passes w
 is nothing to compare with (not a git checkout, a single commit, a shallow clone of depth 1).
 Exit 1 naming the changed files otherwise: add changelogs/fragments/<something>.yml (a `trivial:`
 entry for changes that need no changelog line). Also exit 1 when CHANGELOG.rst does not name every
-module, filter and test plugin, role and playbook."""
+module, lookup, filter and test plugin, role and playbook."""
 
 from __future__ import annotations
 
@@ -53,9 +53,10 @@ def changes(commit: str) -> dict[str, str]:
 
 
 def unlisted() -> list[str]:
-    """Modules, filter and test plugins, roles and playbooks CHANGELOG.rst does not name."""
+    """Modules, lookup, filter and test plugins, roles and playbooks CHANGELOG.rst does not name."""
     text = (REPO / "CHANGELOG.rst").read_text() if (REPO / "CHANGELOG.rst").exists() else ""
-    names = [p.stem for p in (REPO / "plugins" / "modules").glob("*.py") if not p.stem.startswith("_")]
+    plugins = REPO / "plugins"
+    names = [p.stem for kind in ("modules", "lookup") for p in (plugins / kind).glob("*.py") if p.stem[0] != "_"]
     names += [p.stem for kind in ("filter", "test") for p in (REPO / "plugins" / kind).glob("*.yml")]
     names += [p.name for p in (REPO / "roles").iterdir() if (p / "tasks").is_dir()]
     names += [p.stem for p in (REPO / "playbooks").glob("*.yml")]

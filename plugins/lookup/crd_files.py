@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: crd_files
-author: gangsched.kubeflow contributors
+author: gangsched.kubeflow maintainers (@gangsched)
 short_description: The CRD files of a source on the controller, a file or a directory, less excluded names
 version_added: 0.1.0
 description:

@@ -18,7 +18,7 @@ description:
     ready and updated; a Service with a ready endpoint in its EndpointSlices (where the API server calls a webhook); an
     admission webhook configuration whose every webhook carries a C(caBundle) (the CA its server injects at start).
     Status counts only once the controller has seen the object's current generation.
-  - Reads only; never changes anything, so RV(changed) is always false.
+  - Reads only; never changes anything, so C(changed) is always false.
 author:
   - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
