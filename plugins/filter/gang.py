@@ -18,6 +18,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _manifests,
     _operators,
     _rbac,
+    _readiness,
     _runtimes,
     _webhooks,
     _workloads,
@@ -247,18 +248,17 @@ def release_webhooks(docs, patches=None, namespace="default", name_prefix="", se
         _fail(e)
 
 
+def _name(obj) -> str | None:
+    return ((obj or {}).get("metadata") or {}).get("name")
+
+
 def ca_injected(configurations) -> list[str]:
     """Names of the admission webhook configurations whose every webhook carries a caBundle."""
     if not isinstance(configurations, list):
         raise AnsibleFilterError(
             f"ca_injected needs a list of webhook configurations, got {type(configurations).__name__}"
         )
-    out = []
-    for conf in configurations:
-        hooks = (conf or {}).get("webhooks") or []
-        if hooks and all((h.get("clientConfig") or {}).get("caBundle") for h in hooks):
-            out.append(((conf or {}).get("metadata") or {}).get("name"))
-    return out
+    return [_name(c) for c in configurations if _readiness.ca_injected(c or {}) is None]
 
 
 def device_plugin_ready(info, namespace: str, release: str, expected_gpus=0) -> bool:
@@ -277,14 +277,7 @@ def condition_true(objects, condition: str) -> list[str]:
     current generation where the status reports one (a condition of an older spec does not count)."""
     if not isinstance(objects, list):
         raise AnsibleFilterError(f"condition_true needs a list of Kubernetes objects, got {type(objects).__name__}")
-    out = []
-    for obj in objects:
-        md, st = (obj or {}).get("metadata") or {}, (obj or {}).get("status") or {}
-        if "observedGeneration" in st and st["observedGeneration"] != md.get("generation"):
-            continue
-        if any(c.get("type") == condition and c.get("status") == "True" for c in st.get("conditions") or []):
-            out.append(md.get("name"))
-    return out
+    return [_name(o) for o in objects if _readiness.condition_true(o or {}, condition)]
 
 
 def gang_slots(nodes, gpus_per_member) -> int:

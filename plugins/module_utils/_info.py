@@ -14,6 +14,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _operators,
     _podfold,
     _podgroups,
+    _readiness,
     _runtimes,
     _schedulers,
     _service,
@@ -80,11 +81,7 @@ def webhooks_without_endpoints(client) -> list[dict]:
                         what=f"EndpointSlices of Service {key}",
                         labelSelector=f"kubernetes.io/service-name={svc['name']}",
                     )
-                    ready[key] = any(
-                        e.get("addresses") and (e.get("conditions") or {}).get("ready") is not False
-                        for sl in slices
-                        for e in sl.get("endpoints") or []
-                    )
+                    ready[key] = _readiness.endpoint_ready(slices) is None
                 if not ready[key]:
                     rules = sorted({r for rule in w.get("rules") or [] for r in rule.get("resources") or []})
                     out.append(

@@ -9,56 +9,21 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._readiness import (
+    ca_injected,
+    daemonset_ready,
+    endpoint_ready,
+    established,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import rollout_complete
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
-
-
-def _condition(obj: dict, condition: str) -> bool:
-    """``condition`` is True at the object's current generation (where its status reports one)."""
-    md, st = obj.get("metadata") or {}, obj.get("status") or {}
-    if "observedGeneration" in st and st["observedGeneration"] != md.get("generation"):
-        return False
-    return any(c.get("type") == condition and c.get("status") == "True" for c in st.get("conditions") or [])
-
-
-def established(obj: dict) -> str | None:
-    """None when ready, else what is missing."""
-    return None if _condition(obj, "Established") else "not Established yet"
 
 
 def rolled_out(obj: dict) -> str | None:
     """Like `kubectl rollout status`: every replica of the current spec updated and available, none old left."""
     done, why = rollout_complete(obj)
     return None if done else why
-
-
-def daemonset_ready(obj: dict) -> str | None:
-    md, st = obj.get("metadata") or {}, obj.get("status") or {}
-    if st.get("observedGeneration", 0) < md.get("generation", 0):
-        return "the controller has not seen its new generation yet"
-    want = st.get("desiredNumberScheduled", 0)
-    ready, updated = st.get("numberReady", 0), st.get("updatedNumberScheduled", 0)
-    if ready < want or updated < want:
-        return f"{ready} of {want} pods ready, {updated} updated"
-    return None
-
-
-def ca_injected(obj: dict) -> str | None:
-    hooks = obj.get("webhooks") or []
-    without = [h.get("name") for h in hooks if not (h.get("clientConfig") or {}).get("caBundle")]
-    if not hooks:
-        return "no webhooks in it yet"
-    return f"no caBundle yet in {', '.join(without)}" if without else None
-
-
-def endpoint_ready(slices: list[dict]) -> str | None:
-    """A Service's EndpointSlices hold a ready address (what the API server calls a webhook at)."""
-    for sl in slices:
-        for e in sl.get("endpoints") or []:
-            if e.get("addresses") and (e.get("conditions") or {}).get("ready") is not False:
-                return None
-    return "no ready endpoint yet"
 
 
 def _one(path: str):
