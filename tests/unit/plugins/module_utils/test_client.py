@@ -251,7 +251,9 @@ def test_a_server_that_accepts_and_never_answers_fails_within_api_timeout():
         took = time.monotonic() - t0
     finally:
         srv.close()
-    assert took < 6, took
+    # bounded by api_timeout (2 s; the handshake and the first request), far from the default 30 s, with room for
+    # a busy machine (a test run beside it took it past 6 s)
+    assert took < 12, took
     assert host in e.value.msg and ("within 2s" in e.value.msg) and "api_timeout" in e.value.msg, e.value.msg
 
 
