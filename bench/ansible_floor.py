@@ -1,5 +1,7 @@
-"""Ansible's own share of a playbook run: how many module runs (a Python process each on the managed host) a
-run made, and what that many runs of modules that do nothing cost on this machine, measured now.
+"""Ansible's own share of a playbook run: how many module runs a run made, how many of them were module
+processes (a Python process each on the managed host; the collection's own modules run in Ansible's worker
+when that is the controller's Python, see plugin_utils/_inprocess), and what that many processes of a module
+that does nothing cost on this machine, measured now.
 
 Used by gang_figures.py next to the converge and render figures: a converged re-run cannot be faster than
 ``ansible-playbook``'s start plus its module runs, whatever each of them does; the rest is the work itself
@@ -56,18 +58,34 @@ def module_runs(report: dict) -> tuple[int, dict]:
     return sum(per.values()), per
 
 
-def counted_run(cmd: list[str], env: dict, cwd: Path) -> tuple[int, dict]:
-    """Runs ``cmd`` (an ansible-playbook command line) with the JSON callback; its module runs."""
-    p = subprocess.run(
-        cmd,
-        env={**env, "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-    )
+def counted_run(cmd: list[str], env: dict, cwd: Path) -> tuple[int, dict, dict]:
+    """Runs ``cmd`` (an ansible-playbook command line) with the JSON callback; its module runs (total and per
+    action) and of those the module processes per action: the runs of each action whose module Ansible shipped
+    (its AnsiballZ file, kept by ANSIBLE_KEEP_REMOTE_FILES in a temporary remote directory; a loop's items share
+    one file, so the file tells which actions were shipped, the report how often they ran). An action that left
+    no file ran in Ansible's worker."""
+    with tempfile.TemporaryDirectory() as remote:
+        p = subprocess.run(
+            cmd,
+            env={
+                **env,
+                "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+                "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+                "ANSIBLE_KEEP_REMOTE_FILES": "1",
+                "ANSIBLE_REMOTE_TMP": remote,
+            },
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+        )
+        shipped: dict[str, int] = {}
+        for f in Path(remote).rglob("AnsiballZ_*.py"):
+            name = f.name.removeprefix("AnsiballZ_").removesuffix(".py")
+            shipped[name] = shipped.get(name, 0) + 1
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd[:3])} failed (rc {p.returncode}):\n{p.stdout[-3000:]}")
-    return module_runs(json.loads(p.stdout))
+    n, per = module_runs(json.loads(p.stdout))
+    return n, per, {a: c for a, c in per.items() if a.rsplit(".", 1)[-1] in shipped}
 
 
 def noop_floor(n: int, env: dict) -> tuple[float, float]:
@@ -115,10 +133,12 @@ def main() -> int:
         "PYTHONPATH": str(repo / ".collections"),
     }
     cmd = [str(BIN / "ansible-playbook"), "-i", str(repo / "inventories/lab"), "gangsched.kubeflow.site"]
-    n, per = counted_run([*cmd, "--skip-tags", "smoke"], env, repo)
-    runs, start = noop_floor(n, env)
+    n, per, shipped = counted_run([*cmd, "--skip-tags", "smoke"], env, repo)
+    processes = sum(shipped.values())
+    runs, start = noop_floor(processes, env)
     print(f"site.yml --skip-tags smoke: {n} module runs ({', '.join(f'{a} {c}' for a, c in sorted(per.items()))})")
-    print(f"  {n} no-op module runs: {runs:.1f} s (ansible-playbook start alone: {start:.1f} s)")
+    print(f"  of them module processes: {processes} ({', '.join(f'{a} {c}' for a, c in sorted(shipped.items()))})")
+    print(f"  {processes} no-op module runs: {runs:.1f} s (ansible-playbook start alone: {start:.1f} s)")
     return 0
 
 

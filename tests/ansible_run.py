@@ -35,11 +35,15 @@ def ansible_env(lab, extra: dict | None = None, kubeconfig: bool = True) -> dict
     return env
 
 
-def run_module(lab, module: str, args: dict, check: bool = False, diff: bool = True, env: dict | None = None) -> dict:
-    """The task result of ``gangsched.kubeflow.<module>`` with ``args`` on localhost."""
+def run_module(
+    lab, module: str, args: dict, check: bool = False, diff: bool = True, env: dict | None = None, extra_vars=None
+) -> dict:
+    """The task result of ``gangsched.kubeflow.<module>`` with ``args`` on localhost (``extra_vars``: -e)."""
     cmd = [str(BIN / "ansible"), "localhost", "-m", f"gangsched.kubeflow.{module}"]
     if args:
         cmd += ["-a", json.dumps(args)]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
     if check:
         cmd.append("--check")
     if diff:

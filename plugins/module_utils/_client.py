@@ -52,18 +52,19 @@ AUTH_ARG_SPEC = copy.deepcopy(_K8S_AUTH)
 _VERBS = {"GET": "read", "POST": "create", "PUT": "replace", "PATCH": "patch", "DELETE": "delete"}
 
 
-def check_requirements(module) -> None:
-    """Fail the module (from main()) when a required library is missing."""
-    from ansible.module_utils.basic import missing_required_lib
-
+def missing_requirement() -> dict | None:
+    """None when the libraries a cluster module needs import; else the failed task's ``msg`` and ``exception``."""
     if not HAS_K8S_CORE:
-        module.fail_json(
+        return dict(
             msg="This module needs the kubernetes.core collection: ansible-galaxy collection install kubernetes.core "
             "(or pip install ansible, which bundles it)",
             exception=K8S_CORE_IMPORT_ERROR,
         )
     if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+        from ansible.module_utils.basic import missing_required_lib
+
+        return dict(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+    return None
 
 
 def _message_of(body) -> str:
@@ -268,7 +269,7 @@ def _api_exception():
         from kubernetes.client import ApiException
 
         return ApiException
-    except ImportError:  # pragma: no cover - check_requirements stops the module first
+    except ImportError:  # pragma: no cover - missing_requirement stops the module first
         return ()
 
 

@@ -1,21 +1,21 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Private to this collection: the one shape of every module's main() — build the module, check the
-options argspec cannot, make the client, call the runner, turn the collection's exception into a
-failed task and anything else into an internal error (traceback in ``exception`` only), return the
-diff only in diff mode. Not a public API."""
+"""Private to this collection: the one shape of every cluster module — check the options argspec
+cannot, make the client, call the runner, turn the collection's exception into a failed task and
+anything else into an internal error (traceback in ``exception`` only), return the diff only in diff
+mode — run by the module's own process (``_execute.execute``) or in Ansible's worker (plugin_utils/_inprocess).
+Not a public API."""
 
 from __future__ import annotations
 
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
     AUTH_ARG_SPEC,
     DEFAULT_TIMEOUT,
     Client,
-    check_requirements,
+    missing_requirement,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 
@@ -38,34 +38,43 @@ def _at_least(params: dict, minimums: dict) -> str | None:
     return None
 
 
-def execute(argument_spec: dict, runner, minimums: dict | None = None, **module_kwargs) -> None:
-    """``runner(client, params, check_mode, warn) -> dict``. The result may hold ``_diff`` (returned as
+def cluster_entry(argument_spec: dict, runner, minimums: dict | None = None, **module_kwargs) -> dict:
+    """What a cluster module is, for ``execute`` (its process) and the in-process action plugin alike:
+    ``runner(client, params, check_mode, warn) -> dict``. The result may hold ``_diff`` (returned as
     ``diff`` in diff mode) and ``_failed`` (a message: the task fails with it and the rest of the
     result). ``minimums`` maps integer options to their lowest allowed value, checked before anything
     is read or written; ``module_kwargs`` go to AnsibleModule (``required_if``, ``mutually_exclusive``…)."""
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True, **module_kwargs)
-    check_requirements(module)
-    bad = _at_least(module.params, {"api_timeout": 1, **(minimums or {})})
+
+    def run(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
+        return outcome(runner, params, check_mode, diff, name, warn, minimums)
+
+    return dict(argument_spec=argument_spec, module_kwargs=module_kwargs, missing=missing_requirement, run=run)
+
+
+def outcome(runner, params: dict, check_mode: bool, diff: bool, name: str, warn, minimums: dict | None = None) -> dict:
+    """The task's result from validated ``params``: ``failed`` and ``msg`` when it failed."""
+    bad = _at_least(params, {"api_timeout": 1, **(minimums or {})})
     if bad:
-        module.fail_json(msg=bad)
+        return {"failed": True, "msg": bad}
     try:
-        client = Client.from_params(module.params)
-        result = runner(client, module.params, module.check_mode, module.warn)
+        client = Client.from_params(params)
+        result = runner(client, params, check_mode, warn)
     except GangError as e:
-        module.fail_json(msg=e.msg, exception=_cause(e), **e.details)
+        return {**e.details, "failed": True, "msg": e.msg, "exception": _cause(e)}
     except Exception as e:  # noqa: BLE001 - a bug: never reported as a cluster or network problem
-        module.fail_json(
-            msg=f"Internal error in {module._name} ({type(e).__name__}): a bug in gangsched.kubeflow, not a cluster "
+        return {
+            "failed": True,
+            "msg": f"Internal error in {name} ({type(e).__name__}): a bug in gangsched.kubeflow, not a cluster "
             "or network problem; please report it with the traceback shown by -vvv (the exception field)",
-            exception=traceback.format_exc(),
-        )
-    diff = result.pop("_diff", None)
-    if module._diff and diff is not None:
-        result["diff"] = diff
+            "exception": traceback.format_exc(),
+        }
+    found = result.pop("_diff", None)
+    if diff and found is not None:
+        result["diff"] = found
     failed = result.pop("_failed", None)
     if failed:
-        module.fail_json(msg=failed, **result)
-    module.exit_json(**result)
+        result.update(failed=True, msg=failed)
+    return result
 
 
 def _cause(e: BaseException) -> str:

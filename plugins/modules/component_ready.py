@@ -136,7 +136,8 @@ seconds:
   sample: 0.08
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._ready import run
 
 
@@ -155,8 +156,13 @@ def argument_spec() -> dict:
     )
 
 
+def entry() -> dict:
+    """The module's options and runner, for main() and the in-process action plugin."""
+    return cluster_entry(argument_spec(), run, minimums={"wait_timeout": 0})
+
+
 def main() -> None:
-    execute(argument_spec(), run, minimums={"wait_timeout": 0})
+    execute(entry())
 
 
 if __name__ == "__main__":

@@ -179,16 +179,24 @@ partial_gangs:
 
 import time
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._info import gather
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
 
 
 def run(client, params: dict, check_mode: bool, warn) -> dict:
     return dict(changed=False, **gather(client, params, time.time()))
 
 
+def entry() -> dict:
+    """The module's options and runner, for main() and the in-process action plugin."""
+    return cluster_entry(
+        with_auth(partial_threshold_seconds=dict(type="int", default=60)), run, {"partial_threshold_seconds": 0}
+    )
+
+
 def main() -> None:
-    execute(with_auth(partial_threshold_seconds=dict(type="int", default=60)), run, {"partial_threshold_seconds": 0})
+    execute(entry())
 
 
 if __name__ == "__main__":

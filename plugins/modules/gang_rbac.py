@@ -175,8 +175,9 @@ diff:
   sample: {"before": {"rules": null, "subjects": null}, "after": {"rules": [], "subjects": []}}
 """
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._gang_rbac import run
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._rbac import COMPONENTS
 
 
@@ -192,8 +193,13 @@ def argument_spec() -> dict:
     )
 
 
+def entry() -> dict:
+    """The module's options and runner, for main() and the in-process action plugin."""
+    return cluster_entry(argument_spec(), run)
+
+
 def main() -> None:
-    execute(argument_spec(), run)
+    execute(entry())
 
 
 if __name__ == "__main__":

@@ -358,7 +358,8 @@ reports:
   sample: {"json": "reports/gang-smoke-3f2a9c1d.json"}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke import run
 
 
@@ -385,8 +386,13 @@ def argument_spec() -> dict:
     )
 
 
+def entry() -> dict:
+    """The module's options and runner, for main() and the in-process action plugin."""
+    return cluster_entry(argument_spec(), run, required_if=[("state", "present", ["gang_scheduler"])])
+
+
 def main() -> None:
-    execute(argument_spec(), run, required_if=[("state", "present", ["gang_scheduler"])])
+    execute(entry())
 
 
 if __name__ == "__main__":

@@ -195,7 +195,8 @@ diff:
   sample: {"before": {"args": null, "command": ["/manager"]}, "after": {"command": ["/manager", "--gang-scheduler-name=volcano"]}}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import run
 
 
@@ -215,8 +216,13 @@ def argument_spec() -> dict:
     )
 
 
+def entry() -> dict:
+    """The module's options and runner, for main() and the in-process action plugin."""
+    return cluster_entry(argument_spec(), run)
+
+
 def main() -> None:
-    execute(argument_spec(), run)
+    execute(entry())
 
 
 if __name__ == "__main__":

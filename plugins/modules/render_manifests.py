@@ -118,8 +118,9 @@ import os
 import tempfile
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _manifests
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
 
 try:
     import yaml
@@ -177,31 +178,28 @@ def _write(directory: str, name: str, text: str) -> None:
         raise
 
 
-def main() -> None:
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path", required=True),
-            objects=dict(type="list", elements="dict", default=[]),
-            documents=dict(type="list", elements="str", default=[]),
-            prune=dict(type="bool", default=True),
-        ),
-        supports_check_mode=True,
-    )
-    if yaml is None:
-        module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_ERROR)
-    path = module.params["path"]
+def _missing() -> dict | None:
+    return None if yaml is not None else dict(msg=missing_required_lib("PyYAML"), exception=YAML_ERROR)
+
+
+def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
+    """The task's result: the files of ``params`` written (not in check mode); ``failed`` and ``msg`` when
+    they cannot be."""
+    path = params["path"]
     try:
-        objects = module.params["objects"] + _parse(module.params["documents"])
+        objects = params["objects"] + _parse(params["documents"])
         wanted = _manifests.files(objects, _dump)
     except ValueError as e:
-        module.fail_json(msg=f"render_manifests: {e}; nothing was written to {path}")
+        return dict(failed=True, msg=f"render_manifests: {e}; nothing was written to {path}")
     if os.path.exists(path) and not os.path.isdir(path):
-        module.fail_json(msg=f"render_manifests: path {path} exists and is not a directory; point path at a directory")
+        return dict(
+            failed=True, msg=f"render_manifests: path {path} exists and is not a directory; point path at a directory"
+        )
     present = sorted(n for n in os.listdir(path) if n.endswith(".yaml")) if os.path.isdir(path) else []
     before = {n: _read(os.path.join(path, n)) for n in present}
     written = [n for n, text in wanted.items() if before.get(n) != text]
-    removed = [n for n in present if n not in wanted] if module.params["prune"] else []
-    diff = [
+    removed = [n for n in present if n not in wanted] if params["prune"] else []
+    changes = [
         {
             "before_header": os.path.join(path, n),
             "after_header": os.path.join(path, n),
@@ -213,7 +211,7 @@ def main() -> None:
         {"before_header": os.path.join(path, n), "after_header": "(removed)", "before": before[n] or "", "after": ""}
         for n in removed
     ]
-    if not module.check_mode and (written or removed):
+    if not check_mode and (written or removed):
         try:
             os.makedirs(path, exist_ok=True)
             for n in written:
@@ -221,19 +219,39 @@ def main() -> None:
             for n in removed:
                 os.unlink(os.path.join(path, n))
         except OSError as e:
-            module.fail_json(
+            return dict(
+                failed=True,
                 msg=f"render_manifests: cannot write to {path} ({e.strerror}): check that the directory is writable",
                 written=[],
                 removed=[],
             )
-    module.exit_json(
+    return dict(
         changed=bool(written or removed),
         path=path,
         files=list(wanted),
         written=written,
         removed=removed,
-        diff=diff if module._diff else None,
+        diff=changes if diff else None,
     )
+
+
+def entry() -> dict:
+    """The module's options and what it does, for main() and the in-process action plugin."""
+    return dict(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            objects=dict(type="list", elements="dict", default=[]),
+            documents=dict(type="list", elements="str", default=[]),
+            prune=dict(type="bool", default=True),
+        ),
+        module_kwargs={},
+        missing=_missing,
+        run=render,
+    )
+
+
+def main() -> None:
+    execute(entry())
 
 
 if __name__ == "__main__":

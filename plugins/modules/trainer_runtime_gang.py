@@ -198,7 +198,8 @@ diff:
   sample: {"before": {}, "after": {"metadata": {"labels": {}, "annotations": {}}, "spec": {}}}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import execute, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._runtime_gang import run
 
 
@@ -216,8 +217,13 @@ def argument_spec() -> dict:
     )
 
 
+def entry() -> dict:
+    """The module's options and runner, for main() and the in-process action plugin."""
+    return cluster_entry(argument_spec(), run)
+
+
 def main() -> None:
-    execute(argument_spec(), run)
+    execute(entry())
 
 
 if __name__ == "__main__":

@@ -158,21 +158,20 @@ class KeyCollector:
 
 
 def runner_of(module: Path) -> tuple[Path, str]:
-    """(file, function) of the runner main() hands the client to: the one given to
-    ``_module.execute``, or the one main() calls with ``client`` first."""
+    """(file, function) of what computes the module's result: the runner its entry() hands to
+    ``_module.cluster_entry`` (a cluster module), or the function its entry() names as ``run``."""
     c = KeyCollector()
     functions, imports = c._parse(module)
-    local = {name: (module, name) for name in functions}
-    known = {**imports, **local}
+    known = {**imports, **{name: (module, name) for name in functions}}
     found = set()
-    for n in ast.walk(functions["main"]):
+    for n in ast.walk(functions["entry"]):
         if not isinstance(n, ast.Call) or not isinstance(n.func, ast.Name):
             continue
-        if n.func.id == "execute":  # _module.execute(argument_spec(), runner, ...)
+        if n.func.id == "cluster_entry":  # _module.cluster_entry(argument_spec(), runner, ...)
             found |= {known[a.id] for a in n.args if isinstance(a, ast.Name) and a.id in known}
-        elif n.func.id in known and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == "client":
-            found.add(known[n.func.id])
-    assert len(found) == 1, f"cannot tell the runner of {module.name} from its main(): {found or 'none'}"
+        elif n.func.id == "dict":  # dict(argument_spec=..., run=render, ...)
+            found |= {known[k.value.id] for k in n.keywords if k.arg == "run" and isinstance(k.value, ast.Name)}
+    assert len(found) == 1, f"cannot tell the runner of {module.name} from its entry(): {found or 'none'}"
     return found.pop()
 
 
@@ -188,10 +187,7 @@ def main_keys(module: Path) -> set[str]:
 
 
 def code_keys(module: Path) -> set[str]:
-    # a module that talks to no cluster (no client, no execute) returns what its main() passes to exit_json
-    text = module.read_text()
-    clientless = "execute(" not in text and "client" not in text
-    keys = main_keys(module) if clientless else KeyCollector().collect(*runner_of(module)) | main_keys(module)
+    keys = KeyCollector().collect(*runner_of(module)) | main_keys(module)
     out = set()
     for k in keys:
         k = RENAMED.get(k, k)

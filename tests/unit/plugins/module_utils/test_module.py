@@ -10,7 +10,7 @@ import contextlib
 import json
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _module
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _execute, _module
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 
 
@@ -38,7 +38,7 @@ def _run(monkeypatch, capsys, runner, args=None, minimums=None):
     monkeypatch.setattr(_module.Client, "from_params", classmethod(lambda cls, p: made.append(p) or object()))
     spec = _module.with_auth(n=dict(type="int", default=1))
     with module_args(args or {}), pytest.raises(SystemExit):
-        _module.execute(spec, runner, minimums)
+        _execute.execute(_module.cluster_entry(spec, runner, minimums))
     return json.loads(capsys.readouterr().out), made
 
 
@@ -48,13 +48,13 @@ def test_a_bug_is_an_internal_error_with_its_traceback_in_exception(monkeypatch,
 
     # what the module hands to fail_json (how a controller shows ``exception`` varies by ansible-core)
     handed = {}
-    real_fail = _module.AnsibleModule.fail_json
+    real_fail = _execute.AnsibleModule.fail_json
 
     def fail_json(self, msg, **kw):
         handed.update(kw, msg=msg)
         real_fail(self, msg=msg, **kw)
 
-    monkeypatch.setattr(_module.AnsibleModule, "fail_json", fail_json)
+    monkeypatch.setattr(_execute.AnsibleModule, "fail_json", fail_json)
     res, _ = _run(monkeypatch, capsys, runner)
     assert res["failed"] is True
     assert "Internal error" in res["msg"] and "TypeError" in res["msg"] and "bug" in res["msg"]
