@@ -198,10 +198,39 @@ def lab_check(venv: Path, lab) -> tuple[bool, str]:
     )
     if smoke.get("failed") or smoke.get("verdict") != "gang_held_running":
         return False, f"gang_smoke_test: {smoke.get('verdict')} {smoke.get('msg', '')[:300]}"
-    return True, f"gang_info, operator_gang --check, gang_rbac --check, smoke {smoke['verdict']}"
+    # a server-side apply: how this client version sends its body is the client's, and differs by version
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.compat.gangsched.test"},
+        "spec": {
+            "group": "compat.gangsched.test",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+    crds = module(venv, lab, "crds", {"owner": "compat", "files": {"c.yaml": json.dumps(crd)}, "force": True})
+    if crds.get("failed") or crds.get("applied") != ["widgets.compat.gangsched.test"]:
+        return False, f"crds: {crds.get('msg') or crds}"
+    return True, f"gang_info, operator_gang --check, gang_rbac --check, smoke {smoke['verdict']}, crds applied"
 
 
-LAB_TESTS = ("test_gang_info.py", "test_operator_gang.py", "test_gang_rbac.py", "test_gang_smoke_test.py")
+LAB_TESTS = (
+    "test_gang_info.py",
+    "test_operator_gang.py",
+    "test_gang_rbac.py",
+    "test_gang_smoke_test.py",
+    "test_crds.py",
+    "test_in_process.py",
+)
 
 
 def lab_tests(venv: Path) -> tuple[bool, str]:

@@ -67,6 +67,18 @@ def missing_requirement() -> dict | None:
     return None
 
 
+def _client_major() -> int:
+    """The ``kubernetes`` client's major version. How its REST layer sends an apply patch's body differs: before 25
+    it passes a text through and refuses a dict; from 25 it JSON-encodes what it is given (a text would go as one
+    quoted string). kubernetes.core's server-side apply draws the same line."""
+    try:
+        import kubernetes
+
+        return int(str(kubernetes.__version__).split(".")[0])
+    except (ImportError, AttributeError, ValueError):  # pragma: no cover - missing_requirement stops the module first
+        return 25
+
+
 def _message_of(body) -> str:
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
@@ -428,6 +440,16 @@ class Client:
             raise ApiError(f"Failed to read {what or path} from {self.server}: {why}", 0, why) from e
         finally:
             resp.release_conn()
+
+    def apply(self, path: str, obj: dict, field_manager: str, what: str = "", dry_run: bool = False) -> dict:
+        """A server-side apply of ``obj`` at ``path`` (conflicts forced), or its dry run."""
+        query = {"fieldManager": field_manager, "force": "true"}
+        if dry_run:
+            query["dryRun"] = "All"
+        body = obj if _client_major() >= 25 else json.dumps(obj).encode()
+        return self.request(
+            "PATCH", path, body=body, query=query, content_type="application/apply-patch+yaml", what=what
+        )
 
     def get(self, path: str, what: str = "", query: dict | None = None, retry_for: float | None = None) -> dict:
         return self.request("GET", path, query=query, what=what, retry_for=retry_for)

@@ -1,0 +1,112 @@
+"""The crds module on the lab: CRD files applied server-side, stamped and Established; a converged re-run
+sends nothing (the API server's audit log shows no write); a changed file sends its CRDs alone; check mode
+changes nothing; a CRD the API server refuses fails the task naming it, and leaves the other changed file's CRD
+as it was (every CRD is sent as a dry run before any is applied)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from ansible_run import run_module
+
+from lab import kube
+
+OWNER_LABEL = "gangsched.kubeflow/crds-of"
+STAMP = "gangsched.kubeflow/source-sha256"
+
+
+def crd(name: str, comment: str = "", schema: bool = True) -> str:
+    plural, group = name.split(".", 1)
+    version = {"name": "v1", "served": True, "storage": True}
+    if schema:
+        version["schema"] = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    doc = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": {
+            "group": group,
+            "names": {"kind": plural.capitalize()[:-1], "plural": plural, "singular": plural[:-1]},
+            "scope": "Namespaced",
+            "versions": [version],
+        },
+    }
+    return f"# {comment}\n" + json.dumps(doc, indent=2) + "\n"
+
+
+def live(lab, name: str) -> dict:
+    return json.loads(kube.kubectl(lab, "get", "crd", name, "-o", "json").stdout)
+
+
+def writes(lab, group: str, since: int) -> list[str]:
+    """The audit log's write requests on this test's CRDs, from line ``since`` on."""
+    lines = (lab.logs / "audit.log").read_text(errors="replace").splitlines()[since:]
+    out = []
+    for line in lines:
+        ev = json.loads(line)
+        if ev.get("verb") in ("create", "update", "patch", "delete") and group in ev.get("requestURI", ""):
+            if ev.get("stage") == "ResponseComplete" and "dryRun" not in ev["requestURI"]:
+                out.append(f"{ev['verb']} {ev['requestURI'].split('?')[0].rsplit('/', 1)[1]}")
+    return out
+
+
+def audit_lines(lab) -> int:
+    return len((lab.logs / "audit.log").read_text(errors="replace").splitlines())
+
+
+def test_applied_once_then_only_what_changed_and_never_half(lab, tmp_path):
+    group = f"t{uuid.uuid4().hex[:6]}.gangsched.test"
+    owner = f"owner-{group[:7]}"
+    a, b = f"widgets.{group}", f"gadgets.{group}"
+    files = {"crds/a.yaml": crd(a), "crds/b.yaml": crd(b)}
+    args = {"owner": owner, "files": files, "wait_timeout": 60}
+
+    res = run_module(lab, "crds", args)
+    assert res.get("failed") is not True, res.get("msg")
+    assert res["changed"] is True and sorted(res["applied"]) == sorted([a, b])
+    for name in (a, b):
+        obj = live(lab, name)
+        assert obj["metadata"]["labels"][OWNER_LABEL] == owner
+        conds = {c["type"]: c["status"] for c in obj["status"]["conditions"]}
+        assert conds["Established"] == "True"
+    stamp_b = live(lab, b)["metadata"]["annotations"][STAMP]
+
+    mark = audit_lines(lab)
+    again = run_module(lab, "crds", args)
+    assert again["changed"] is False and again["applied"] == [] and again["files_unchanged"] == sorted(files)
+    assert writes(lab, group, mark) == []
+
+    # one file changed: only its CRD is sent; in check mode not even that
+    changed = {**files, "crds/a.yaml": crd(a, "a new release")}
+    mark = audit_lines(lab)
+    check = run_module(lab, "crds", {**args, "files": changed}, check=True)
+    assert check["changed"] is True and check["applied"] == [a]
+    assert writes(lab, group, mark) == []
+    assert "a new release" not in json.dumps(check.get("diff", {}))  # stamps, not the CRD's text
+    res = run_module(lab, "crds", {**args, "files": changed})
+    assert res["changed"] is True and res["applied"] == [a] and res["files_unchanged"] == ["crds/b.yaml"]
+    assert writes(lab, group, mark) == [f"patch {a}"]
+    assert live(lab, b)["metadata"]["annotations"][STAMP] == stamp_b
+
+    # a refused CRD (no schema in an apiextensions.k8s.io/v1 version) beside another changed file: nothing applied
+    before_a = live(lab, a)["metadata"]["annotations"][STAMP]
+    bad = {"crds/a.yaml": crd(a, "yet another"), "crds/b.yaml": crd(b, schema=False)}
+    mark = audit_lines(lab)
+    res = run_module(lab, "crds", {**args, "files": bad})
+    assert res["failed"] is True
+    assert f"CustomResourceDefinition {b}" in res["msg"] and "Traceback" not in res["msg"]
+    assert writes(lab, group, mark) == []
+    assert live(lab, a)["metadata"]["annotations"][STAMP] == before_a
+
+    kube.kubectl(lab, "delete", "crd", a, b, "--wait=false")
+
+
+def test_a_file_that_is_no_crd_fails_naming_it_and_sends_nothing(lab):
+    group = f"t{uuid.uuid4().hex[:6]}.gangsched.test"
+    files = {"crds/a.yaml": crd(f"widgets.{group}"), "crds/kustomization.yaml": "resources: [a.yaml]\n"}
+    mark = audit_lines(lab)
+    res = run_module(lab, "crds", {"owner": "x", "files": files})
+    assert res["failed"] is True
+    assert "crds/kustomization.yaml" in res["msg"] and "excludes" in res["msg"], res["msg"]
+    assert writes(lab, group, mark) == []
