@@ -28,6 +28,9 @@ sys.path.insert(0, str(REPO))
 
 from lab import paths  # noqa: E402
 
+sys.path.append(str(REPO / "tests" / "lab"))
+import lab_objects  # noqa: E402  (tests/lab: the objects the lab tests create)
+
 # bump when what goes into a cell's venv changes, so cached venvs are rebuilt
 RECIPE = "4"
 
@@ -199,24 +202,7 @@ def lab_check(venv: Path, lab) -> tuple[bool, str]:
     if smoke.get("failed") or smoke.get("verdict") != "gang_held_running":
         return False, f"gang_smoke_test: {smoke.get('verdict')} {smoke.get('msg', '')[:300]}"
     # a server-side apply: how this client version sends its body is the client's, and differs by version
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.compat.gangsched.test"},
-        "spec": {
-            "group": "compat.gangsched.test",
-            "names": {"kind": "Widget", "plural": "widgets"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
-        },
-    }
+    crd = lab_objects.crd("widgets.compat.gangsched.test")
     crds = module(venv, lab, "crds", {"owner": "compat", "files": {"c.yaml": json.dumps(crd)}, "force": True})
     if crds.get("failed") or crds.get("applied") != ["widgets.compat.gangsched.test"]:
         return False, f"crds: {crds.get('msg') or crds}"

@@ -41,3 +41,28 @@ def operator_like(
             "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec},
         },
     }
+
+
+def crd(name: str, schema: bool = True) -> dict:
+    """A namespaced CustomResourceDefinition ``<plural>.<group>`` of one version, v1, that keeps any field;
+    ``schema=False`` leaves its schema out, which the API server refuses for apiextensions.k8s.io/v1."""
+    plural, group = name.split(".", 1)
+    version = {"name": "v1", "served": True, "storage": True}
+    if schema:
+        version["schema"] = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": {
+            "group": group,
+            "names": {
+                "kind": plural[:-1].capitalize(),
+                "plural": plural,
+                "singular": plural[:-1],
+                "listKind": plural[:-1].capitalize() + "List",
+            },
+            "scope": "Namespaced",
+            "versions": [version],
+        },
+    }

@@ -9,30 +9,9 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_run import run_module
-from lab_objects import operator_like
+from lab_objects import crd, operator_like
 
 from lab import kube
-
-
-def _crd(group: str) -> dict:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}"},
-        "spec": {
-            "group": group,
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
-        },
-    }
 
 
 def _first_read(lab, path: str, timeout: float = 120) -> None:
@@ -51,7 +30,7 @@ def test_what_appears_while_it_waits_ends_the_wait(lab, namespace):
     with ThreadPoolExecutor(1) as pool:
         fut = pool.submit(run_module, lab, "component_ready", args)
         _first_read(lab, f"customresourcedefinitions/widgets.{group}")  # it looked and found neither
-        kube.apply(lab, [_crd(group), operator_like(namespace, "late")])
+        kube.apply(lab, [crd(f"widgets.{group}"), operator_like(namespace, "late")])
         res = fut.result(timeout=200)
     kube.kubectl(lab, "delete", "crd", f"widgets.{group}", "--wait=false")
     assert res.get("failed") is not True, res.get("msg")

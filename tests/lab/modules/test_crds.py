@@ -9,6 +9,7 @@ import json
 import uuid
 
 from ansible_run import run_module
+from lab_objects import crd
 
 from lab import kube
 
@@ -16,23 +17,9 @@ OWNER_LABEL = "gangsched.kubeflow/crds-of"
 STAMP = "gangsched.kubeflow/source-sha256"
 
 
-def crd(name: str, comment: str = "", schema: bool = True) -> str:
-    plural, group = name.split(".", 1)
-    version = {"name": "v1", "served": True, "storage": True}
-    if schema:
-        version["schema"] = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    doc = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": name},
-        "spec": {
-            "group": group,
-            "names": {"kind": plural.capitalize()[:-1], "plural": plural, "singular": plural[:-1]},
-            "scope": "Namespaced",
-            "versions": [version],
-        },
-    }
-    return f"# {comment}\n" + json.dumps(doc, indent=2) + "\n"
+def crd_file(name: str, comment: str = "", schema: bool = True) -> str:
+    """A CRD file's text: a comment line (a change that is only the file's), then the CRD as JSON (which is YAML)."""
+    return f"# {comment}\n" + json.dumps(crd(name, schema), indent=2) + "\n"
 
 
 def live(lab, name: str) -> dict:
@@ -59,7 +46,7 @@ def test_applied_once_then_only_what_changed_and_never_half(lab, tmp_path):
     group = f"t{uuid.uuid4().hex[:6]}.gangsched.test"
     owner = f"owner-{group[:7]}"
     a, b = f"widgets.{group}", f"gadgets.{group}"
-    files = {"crds/a.yaml": crd(a), "crds/b.yaml": crd(b)}
+    files = {"crds/a.yaml": crd_file(a), "crds/b.yaml": crd_file(b)}
     args = {"owner": owner, "files": files, "wait_timeout": 60}
 
     res = run_module(lab, "crds", args)
@@ -78,7 +65,7 @@ def test_applied_once_then_only_what_changed_and_never_half(lab, tmp_path):
     assert writes(lab, group, mark) == []
 
     # one file changed: only its CRD is sent; in check mode not even that
-    changed = {**files, "crds/a.yaml": crd(a, "a new release")}
+    changed = {**files, "crds/a.yaml": crd_file(a, "a new release")}
     mark = audit_lines(lab)
     check = run_module(lab, "crds", {**args, "files": changed}, check=True)
     assert check["changed"] is True and check["applied"] == [a]
@@ -91,7 +78,7 @@ def test_applied_once_then_only_what_changed_and_never_half(lab, tmp_path):
 
     # a refused CRD (no schema in an apiextensions.k8s.io/v1 version) beside another changed file: nothing applied
     before_a = live(lab, a)["metadata"]["annotations"][STAMP]
-    bad = {"crds/a.yaml": crd(a, "yet another"), "crds/b.yaml": crd(b, schema=False)}
+    bad = {"crds/a.yaml": crd_file(a, "yet another"), "crds/b.yaml": crd_file(b, schema=False)}
     mark = audit_lines(lab)
     res = run_module(lab, "crds", {**args, "files": bad})
     assert res["failed"] is True
@@ -104,7 +91,7 @@ def test_applied_once_then_only_what_changed_and_never_half(lab, tmp_path):
 
 def test_a_file_that_is_no_crd_fails_naming_it_and_sends_nothing(lab):
     group = f"t{uuid.uuid4().hex[:6]}.gangsched.test"
-    files = {"crds/a.yaml": crd(f"widgets.{group}"), "crds/kustomization.yaml": "resources: [a.yaml]\n"}
+    files = {"crds/a.yaml": crd_file(f"widgets.{group}"), "crds/kustomization.yaml": "resources: [a.yaml]\n"}
     mark = audit_lines(lab)
     res = run_module(lab, "crds", {"owner": "x", "files": files})
     assert res["failed"] is True

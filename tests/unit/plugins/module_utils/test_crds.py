@@ -9,6 +9,8 @@ from ansible.plugins.filter.core import get_hash
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _crd_apply, _crds
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
 
+from tests.unit.plugins.module_utils.test_ready import Clock
+
 PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -56,17 +58,6 @@ class Api:
 
     def writes(self):
         return [(c[1], c[2]) for c in self.calls if c[0] == "PATCH"]
-
-
-class Clock:
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self):
-        return self.t
-
-    def sleep(self, s):
-        self.t += s
 
 
 def run(api, files, check_mode=False, force=False, wait_timeout=30, clock=None):
