@@ -57,7 +57,7 @@ def run_entry(entry: dict, args: Mapping, check_mode: bool, diff: bool, name: st
         return {**missing, "failed": True}
     validator = ArgumentSpecValidator(entry["argument_spec"], **entry["module_kwargs"])
     validated = validator.validate(plain(args))
-    hidden = validated._no_log_values
+    hidden = validated._no_log_values  # what AnsibleModule masks too (it reads the same attribute)
     if validated.error_messages:
         # as AnsibleModule: the first error, an unknown option named as such
         msg = validated.errors.msg
@@ -89,7 +89,6 @@ class InProcessAction(ActionBase):
         if self._task.async_val or self._task.delegate_to or any(self._task.environment or []):
             return False
         interpreter = self._templar.template(task_vars.get("ansible_python_interpreter"))
-
         if not isinstance(interpreter, str) or os.path.abspath(interpreter) != os.path.abspath(sys.executable):
             return False
         return self.entry["missing"]() is None
