@@ -74,7 +74,7 @@ def _client_major() -> int:
     try:
         import kubernetes
 
-        return int(str(kubernetes.__version__).split(".")[0])
+        return int(str(kubernetes.__version__).split(".", maxsplit=1)[0])
     except (ImportError, AttributeError, ValueError):  # pragma: no cover - missing_requirement stops the module first
         return 25
 
