@@ -214,7 +214,7 @@ LAB_TESTS = (
     "test_operator_gang.py",
     "test_gang_rbac.py",
     "test_gang_smoke_test.py",
-    "test_crds.py",
+    "test_crds_module.py",
     "test_in_process.py",
 )
 
