@@ -9,21 +9,15 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _crds
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._readiness import established
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._service import FIELD_MANAGER
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _crds, _service
 
 PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 def _apply(client, crd: dict, dry_run: bool) -> None:
     name = crd["metadata"]["name"]
-    client.apply(f"{PATH}/{name}", crd, FIELD_MANAGER, what=f"CustomResourceDefinition {name}", dry_run=dry_run)
-
-
-def _established(client, name: str) -> bool:
-    obj = client.get_or_none(f"{PATH}/{name}", f"CustomResourceDefinition {name}")
-    return obj is not None and established(obj) is None
+    what = f"CustomResourceDefinition {name}"
+    client.apply(f"{PATH}/{name}", crd, _service.FIELD_MANAGER, what=what, dry_run=dry_run)
 
 
 def _wait(client, names: list[str], timeout: int, clock, sleep) -> list[str]:
@@ -31,7 +25,7 @@ def _wait(client, names: list[str], timeout: int, clock, sleep) -> list[str]:
     deadline = clock() + timeout
     left = list(names)
     while True:
-        left = [n for n in left if not _established(client, n)]
+        left = [n for n in left if not _service.crd_established(_service.crd(client, n))]
         if not left or clock() >= deadline:
             return left
         sleep(min(1.0, max(0.0, deadline - clock())))
