@@ -10,12 +10,8 @@ from __future__ import annotations
 import copy
 import hashlib
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _manifests
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-
-try:
-    import yaml
-except ImportError:  # pragma: no cover - the module reports the missing library first
-    yaml = None
 
 OWNER_LABEL = "gangsched.kubeflow/crds-of"
 STAMP = "gangsched.kubeflow/source-sha256"
@@ -40,13 +36,10 @@ def pending(files: dict[str, str], applied: set[str], force: bool) -> list[str]:
 def crds_of(name: str, text: str) -> list[dict]:
     """The CustomResourceDefinitions of one file (empty documents skipped); GangError naming the file and the
     fix when it is not YAML, holds something else, or none at all."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        docs = [d for d in yaml.load_all(text, Loader=loader) if d is not None]
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise GangError(f"{name} is not YAML{where}: point the CRD source at CRD files", file=name) from None
+        docs = _manifests.load_all(text)
+    except ValueError as e:
+        raise GangError(f"{name} {e}; point the CRD source at CRD files", file=name) from None
     for i, d in enumerate(docs):
         if not isinstance(d, dict) or d.get("kind") != "CustomResourceDefinition" or d.get("apiVersion") != API_VERSION:
             what = d.get("kind") if isinstance(d, dict) else type(d).__name__

@@ -1,12 +1,31 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Private to this collection: rendered manifests, one file per object, named after it. Pure: no I/O.
+"""Private to this collection: rendered manifests, one file per object, named after it, and the YAML texts they
+come from. Pure: no I/O.
 Not a public API."""
 
 from __future__ import annotations
 
 import re
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - the modules report the missing library first
+    yaml = None
+
+
+def load_all(text: str) -> list:
+    """The documents of a YAML text, empty ones skipped; ValueError ``is not YAML (line L, column C): <problem>``
+    when it is not YAML."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(e, "problem", None) or "not valid YAML"
+        raise ValueError(f"is not YAML{where}: {problem}") from None
 
 
 def filename(obj) -> str:

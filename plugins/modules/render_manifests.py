@@ -144,16 +144,12 @@ def _dump(obj: dict) -> str:
 
 def _parse(documents: list) -> list:
     """The objects of each YAML text (empty documents skipped); ValueError naming the text that is not YAML."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     out = []
     for i, text in enumerate(documents):
         try:
-            out += [d for d in yaml.load_all(text, Loader=loader) if d is not None]
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-            problem = getattr(e, "problem", None) or "not valid YAML"
-            raise ValueError(f"documents[{i}] is not YAML{where}: {problem}") from None
+            out += _manifests.load_all(text)
+        except ValueError as e:
+            raise ValueError(f"documents[{i}] {e}") from None
     return out
 
 

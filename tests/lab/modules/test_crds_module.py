@@ -70,7 +70,9 @@ def test_applied_once_then_only_what_changed_and_never_half(lab, tmp_path):
     check = run_module(lab, "crds", {**args, "files": changed}, check=True)
     assert check["changed"] is True and check["applied"] == [a]
     assert writes(lab, group, mark) == []
-    assert "a new release" not in json.dumps(check.get("diff", {}))  # stamps, not the CRD's text
+    stamp_a = live(lab, a)["metadata"]["annotations"][STAMP]
+    assert check["diff"]["before"] == f"{a}: {stamp_a}\n"  # stamps in diff mode, not the CRD's text
+    assert check["diff"]["after"].startswith(f"{a}: ") and stamp_a not in check["diff"]["after"]
     res = run_module(lab, "crds", {**args, "files": changed})
     assert res["changed"] is True and res["applied"] == [a] and res["files_unchanged"] == ["crds/b.yaml"]
     assert writes(lab, group, mark) == [f"patch {a}"]
