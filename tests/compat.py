@@ -216,6 +216,7 @@ LAB_TESTS = (
     "test_gang_smoke_test.py",
     "test_crds_module.py",
     "test_in_process.py",
+    "test_drift_module.py",
 )
 
 

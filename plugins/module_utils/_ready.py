@@ -73,12 +73,12 @@ def targets(params: dict) -> list[tuple[str, object, object]]:
     return out
 
 
-def _read(client, todo):
-    """(target, why not ready) of those in ``todo`` that are not ready now."""
+def _read(client, todo, seen: dict):
+    """(target, why not ready) of those in ``todo`` that are not ready now; ``seen`` gets each one's read, by label."""
     left = []
     for target in todo:
         label, read, ready = target
-        obj = read(client)
+        obj = seen[label] = read(client)
         why = "not found" if obj is None else ready(obj)
         if why:
             left.append((target, why))
@@ -91,12 +91,13 @@ def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, slee
         need = "namespace is required with deployments, daemonsets or services; set it to theirs"
         return {"changed": False, "_failed": need}
     t0 = clock()
-    left = _read(client, todo)
+    seen: dict = {}
+    left = _read(client, todo, seen)
     not_ready_at_first = [t[0] for t, _why in left]
     timeout = params["wait_timeout"]
     while left and params["wait"] and clock() - t0 < timeout:
         sleep(min(1.0, max(0.0, timeout - (clock() - t0))))
-        left = _read(client, [t for t, _why in left])
+        left = _read(client, [t for t, _why in left], seen)
     waiting = {t[0] for t, _why in left}
     result = {
         "changed": False,
@@ -105,6 +106,9 @@ def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, slee
         "waited_for": not_ready_at_first if params["wait"] else [],
         "seconds": round(clock() - t0, 2),
     }
+    if params.get("return_objects"):
+        # a Service's read is its EndpointSlices (a list), not the Service: only objects proper are returned
+        result["objects"] = [seen[label] for label, _p, _r in todo if isinstance(seen[label], dict)]
     if left and params["wait"]:
         result["_failed"] = (
             f"Timed out after {timeout}s waiting for "

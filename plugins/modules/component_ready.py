@@ -76,6 +76,13 @@ options:
     description: Seconds to wait, in all; when it has passed and something is not ready, the task fails naming it.
     type: int
     default: 300
+  return_objects:
+    description:
+      - Also return the objects as last read, in RV(objects), so that a play needs no second read of them (for
+        example to see a Deployment's image or conditions). Services are not among them (their readiness is read from
+        their EndpointSlices).
+    type: bool
+    default: false
 seealso:
   - module: kubernetes.core.k8s_info
 """
@@ -97,6 +104,13 @@ EXAMPLES = r"""
     daemonsets: [nvidia-device-plugin]
     wait: false
   register: gpu_plugin_now
+- name: A Deployment as it runs now (its image, its conditions), in the same read
+  gangsched.kubeflow.component_ready:
+    namespace: kubeflow
+    deployments: [training-operator]
+    wait: false
+    return_objects: true
+  register: operator_now
 """
 
 RETURN = r"""
@@ -129,6 +143,14 @@ waited_for:
   type: list
   elements: str
   sample: []
+objects:
+  description:
+    - With O(return_objects=true), the named objects that were found, each as last read, in the order of the options;
+      those not found are not in the list. Services are not in it.
+  returned: when O(return_objects=true)
+  type: list
+  elements: dict
+  sample: [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "training-operator", "namespace": "kubeflow"}}]
 seconds:
   description: Seconds from the first read to the last.
   returned: always
@@ -153,6 +175,7 @@ def argument_spec() -> dict:
         validating_webhook_configurations=dict(names),
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="int", default=300),
+        return_objects=dict(type="bool", default=False),
     )
 
 

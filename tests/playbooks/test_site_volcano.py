@@ -97,11 +97,62 @@ def test_site_installs_the_chain_and_proves_it(lab):
     assert verdicts == ["gang_held_running", "gang_held_pending"], verdicts
 
 
+# the kubernetes.core tasks (each a process of its own) that a converged run skips, as drift found nothing to change
+VOLCANO_RELEASE = "Helm release (the chart's CRDs are templates, so an upgrade upgrades them)"
+APPLIES = {
+    "gangsched.kubeflow.gpu_device_plugin : Install | Helm release": "what a Helm upgrade would change",
+    f"gangsched.kubeflow.volcano : Install | {VOLCANO_RELEASE}": "what a Helm upgrade would change",
+    "gangsched.kubeflow.volcano : Install | default queue": "what an apply of the default queue would change",
+    "gangsched.kubeflow.kubeflow_gang : Install | the operators' objects": (
+        "what an apply of the operators' objects would change"
+    ),
+}
+
+
+def _drift_of(run, apply_task: str) -> tuple[list, list]:
+    role = apply_task.split(" : ")[0]
+    (res,) = run.results(f"{role} : Install | {APPLIES[apply_task]}")
+    (applied,) = run.results(apply_task)
+    return res["drifted"], applied
+
+
 def test_second_run_changes_nothing(lab):
     run = playbook(lab, "site")
     assert run.rc == 0, run.failures()
     assert run.changed() == []
     assert all(s["changed"] == 0 for s in run.stats.values()), run.stats
+    # what kubernetes.core.helm and kubernetes.core.k8s applied, drift reads as applied (their last-applied
+    # annotation, the release's chart and values): so they are not run again
+    for task in APPLIES:
+        drifted, applied = _drift_of(run, task)
+        assert drifted == [] and applied.get("skipped") is True, (task, drifted, applied)
+
+
+def test_what_drifted_is_put_back(lab):
+    """A queue and a release changed behind the collection's back: drift sees both, and the next run puts both
+    back through kubernetes.core (the queue's weight, the release's values), leaving the rest alone."""
+    kubectl(lab, "patch", "queues.scheduling.volcano.sh", "default", "--type=merge", "-p", '{"spec":{"weight":5}}')
+    facts = json.loads((lab.root / "inventory-facts.json").read_text())
+    helm = [facts["helm"], "--kubeconfig", str(lab.kubeconfig), "-n", "volcano-system"]
+    subprocess.run(
+        [*helm, "upgrade", "volcano", facts["charts"]["volcano"], "--reuse-values", "--set", "gangsched_test=1"],
+        check=True,
+        capture_output=True,
+    )
+    run = playbook(lab, "scheduler")
+    assert run.rc == 0, run.failures()
+    queue_task = "gangsched.kubeflow.volcano : Install | default queue"
+    release_task = next(t for t in APPLIES if t.startswith("gangsched.kubeflow.volcano : Install | Helm"))
+    assert _drift_of(run, queue_task)[0] == [{"object": "Queue default", "why": "an apply would change it"}]
+    assert _drift_of(run, release_task)[0] == [
+        {"object": "Helm release volcano-system/volcano", "why": "its values are not release_values"}
+    ]
+    assert sorted(run.changed()) == sorted([queue_task, release_task]), run.changed()
+    weight = kubectl(lab, "get", "queues.scheduling.volcano.sh", "default", "-o", "jsonpath={.spec.weight}").stdout
+    values = subprocess.run([*helm, "get", "values", "volcano", "-o", "json"], check=True, capture_output=True)
+    assert weight == "1" and "gangsched_test" not in json.loads(values.stdout), (weight, values.stdout)
+    again = playbook(lab, "scheduler")
+    assert again.rc == 0 and again.changed() == [], again.failures() or again.changed()
 
 
 def test_gang_info_sees_no_problem(lab):

@@ -151,3 +151,19 @@ def test_a_service_is_ready_with_a_ready_endpoint_in_its_slices():
     ready = [{"endpoints": []}, {"endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}]}]
     res, _ = _run(Cluster({slices: ready}), **only)
     assert res["ready"] == ["Service vs/hooks"] and "_failed" not in res
+
+
+def test_return_objects_gives_each_last_read_found_and_no_service():
+    slices = "/apis/discovery.k8s.io/v1/namespaces/vs/endpointslices?kubernetes.io/service-name=web"
+    ready_slices = [{"endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}]}]
+    c = Cluster(
+        {CRD + "a.x.io": _crd(), DEP + "sched": _dep(ok=False), slices: ready_slices},
+        later={DEP + "sched": (1, _dep())},
+    )
+    res, _ = _run(c, crds=["a.x.io", "gone.x.io"], mutating_webhook_configurations=[], services=["web"], wait=False)
+    assert "objects" not in res
+    res, _ = _run(c, crds=["a.x.io"], mutating_webhook_configurations=[], services=["web"], return_objects=True)
+    # the Deployment as read last (ready), not as first read; the Service's slices are not an object of it
+    assert res["objects"] == [_crd(), _dep()] and "_failed" not in res
+    res, _ = _run(Cluster({}), crds=["gone.x.io"], mutating_webhook_configurations=[], wait=False, return_objects=True)
+    assert res["objects"] == [] and res["not_ready"][-1]["why"] == "not found"
