@@ -95,6 +95,17 @@ class Run:
                     out.append(task["task"]["name"])
         return out
 
+    def writers_run(self) -> list[str]:
+        """Names of the kubernetes.core.k8s and kubernetes.core.helm tasks that ran (not skipped): each a module
+        process of its own, which a converged re-run does not start (gangsched.kubeflow.drift found nothing)."""
+        return [
+            task["task"]["name"]
+            for play in self.data["plays"]
+            for task in play["tasks"]
+            for h in task["hosts"].values()
+            if h.get("action") in ("kubernetes.core.k8s", "kubernetes.core.helm") and not h.get("skipped")
+        ]
+
     def results(self, name: str) -> list[dict]:
         return [
             h

@@ -131,7 +131,7 @@ def test_install_check_idempotent_gang_audit_uninstall(lab, play, pool):
 
     again = _run(lab, play)
     assert again.rc == 0, again.failures()
-    assert again.changed() == [], again.changed()
+    assert again.changed() == [] and again.writers_run() == [], (again.changed(), again.writers_run())
     again_check = _run(lab, play, check=True)
     assert again_check.rc == 0, again_check.failures()
     assert again_check.changed() == [], again_check.changed()

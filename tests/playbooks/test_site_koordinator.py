@@ -40,6 +40,7 @@ def test_site_installs_and_proves_koord_scheduler(lab):
 
     again = playbook(lab, "site", "--skip-tags", "smoke", **KOORD)
     assert again.rc == 0 and again.changed() == [], again.changed()
+    assert again.writers_run() == [], again.writers_run()
 
 
 def test_seed003_tfjob_label_gang_all_pending_then_all_running(lab, jobs, pool):

@@ -36,6 +36,7 @@ def test_second_scheduler(lab):
     assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
     again = playbook(lab, "site", **SP)
     assert again.rc == 0 and again.changed() == [], again.changed()
+    assert again.writers_run() == [], again.writers_run()
 
 
 # ---- the seed guides end to end (tests/playbooks/seeds.py), Coscheduling as the second scheduler -----

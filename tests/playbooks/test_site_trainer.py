@@ -53,6 +53,7 @@ def test_site_with_trainer_proves_trainjobs_and_converges(lab):
     again = playbook(lab, "site", "--skip-tags", "smoke", **EXTRA)
     assert again.rc == 0, again.failures()
     assert again.changed() == [], again.changed()
+    assert again.writers_run() == [], again.writers_run()
 
     info = module(lab, "gang_info")
     assert info["problems"] == [], info["problems"]

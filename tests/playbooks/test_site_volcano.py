@@ -126,6 +126,7 @@ def test_second_run_changes_nothing(lab):
     for task in APPLIES:
         drifted, applied = _drift_of(run, task)
         assert drifted == [] and applied.get("skipped") is True, (task, drifted, applied)
+    assert run.writers_run() == [], run.writers_run()
 
 
 def test_what_drifted_is_put_back(lab):

@@ -177,7 +177,7 @@ def test_install_check_idempotent_gang_audit_restart_uninstall(lab, play):
 
     again = _run(lab, play, trainer_gang_runtimes=runtimes)
     assert again.rc == 0, again.failures()
-    assert again.changed() == [], again.changed()
+    assert again.changed() == [] and again.writers_run() == [], (again.changed(), again.writers_run())
     again_check = _run(lab, play, check=True, trainer_gang_runtimes=runtimes)
     assert again_check.rc == 0, again_check.failures()
     assert again_check.changed() == [], again_check.changed()
