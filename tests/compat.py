@@ -1,7 +1,9 @@
 """The supported-versions matrix, proven: one virtualenv per cell (Python × ansible-core × the
 ``kubernetes`` client × kubernetes.core), each running the unit tests and a short check against the
 lab — gang_info, operator_gang and gang_rbac in check mode, one gang_smoke_test to a ``gang_held_*``
-verdict: all four modules.
+verdict, a crds apply — and the roles: site.yml (without the smoke tests) by the cell's own ansible-playbook on a lab
+of its own, then again, which must change nothing and run no kubernetes.core.k8s or helm task (drift reads what the
+first run, or the cell before with its kubernetes.core, applied as applied).
 
     python tests/compat.py                 # every cell
     python tests/compat.py oldest newest   # some cells (what make test runs)
@@ -209,6 +211,51 @@ def lab_check(venv: Path, lab) -> tuple[bool, str]:
     return True, f"gang_info, operator_gang --check, gang_rbac --check, smoke {smoke['verdict']}, crds applied"
 
 
+def roles_check(venv: Path, lab) -> tuple[bool, str]:
+    """site.yml --skip-tags smoke by the cell's ansible-playbook on ``lab``, twice; the second run must change
+    nothing and start no kubernetes.core.k8s or helm task."""
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "GANGSCHED_LAB_DIR": str(lab.root),
+    }
+    cmd = [venv / "bin/ansible-playbook", "-i", REPO / "inventories/lab", REPO / "playbooks/site.yml"]
+    cmd += ["--skip-tags", "smoke"]
+    runs = []
+    for _ in range(2):
+        start = time.monotonic()
+        p = _run(cmd, cwd=REPO, env=env, timeout=1200)
+        try:
+            data = json.loads(p.stdout)
+        except ValueError:
+            return False, f"site.yml printed no JSON (rc {p.returncode}): {p.stdout[-800:]} {p.stderr[-1500:]}"
+        failed = [
+            f"{task['task']['name']}: {h.get('msg')}"
+            for play in data["plays"]
+            for task in play["tasks"]
+            for h in task["hosts"].values()
+            if h.get("failed") and not h.get("ignore_errors")
+        ]
+        if p.returncode != 0 or failed:
+            return False, f"site.yml failed (rc {p.returncode}): {'; '.join(failed)[:1500] or p.stderr[-1500:]}"
+        runs.append((data, time.monotonic() - start))
+    again, took = runs[1]
+    changed = sum(h.get("changed", 0) for h in again["stats"].values())
+    writers = [
+        task["task"]["name"]
+        for play in again["plays"]
+        for task in play["tasks"]
+        for h in task["hosts"].values()
+        if h.get("action") in ("kubernetes.core.k8s", "kubernetes.core.helm") and not h.get("skipped")
+    ]
+    if changed or writers:
+        return False, f"site.yml again: {changed} changed, kubernetes.core writers run: {writers}"
+    return True, f"site.yml, then again in {took:.0f} s: nothing changed, no kubernetes.core writer run"
+
+
 LAB_TESTS = (
     "test_gang_info.py",
     "test_operator_gang.py",
@@ -261,11 +308,14 @@ def main(argv: list[str]) -> int:
     from lab.cluster import Lab
 
     rows, lab = [], Lab()
+    # the roles' lab: what the collection installs itself (the modules' lab has the lab's own Volcano and operator)
+    roles_lab = Lab(Path(f"{lab.root}-roles"))
     t0 = time.monotonic()
     lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, reuse=True, log=lambda *_: None)
     scenarios.install_volcano(lab)
     scenarios.install_training_operator(lab, gang_flag=None)
-    print(f"lab ready in {time.monotonic() - t0:.0f}s", flush=True)
+    roles_lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, reuse=True, log=lambda *_: None)
+    print(f"labs ready in {time.monotonic() - t0:.0f}s", flush=True)
     for cell in wanted:
         t = time.monotonic()
         try:
@@ -273,6 +323,9 @@ def main(argv: list[str]) -> int:
             core = (venv / "kubernetes.core").read_text()
             ok_u, why_u = unit(venv)
             ok_l, why_l = lab_check(venv, lab)
+            if ok_l:
+                ok_l, why_r = roles_check(venv, roles_lab)
+                why_l = f"{why_l}; {why_r}" if ok_l else f"roles: {why_r}"
             if ok_l and with_lab_tests:
                 ok_l, why_l = lab_tests(venv)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
@@ -289,6 +342,7 @@ def main(argv: list[str]) -> int:
         print(f"| {cell.name} | {versions} | {u} | {ln} | {took:.0f} s |")
     if os.environ.get("GANGSCHED_LAB_REUSE") != "1":
         lab.down(log=lambda *_: None)
+        roles_lab.down(log=lambda *_: None)
     failed = [r for r in rows if not (r[2] and r[4])]
     for cell, _, _, why_u, _, why_l, _ in failed:
         print(f"\n--- {cell.name} ---\nunit: {why_u}\nlab: {why_l}")

@@ -23,8 +23,9 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions imp
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # its own manager: a dry run stores nothing, and no field of a real apply is ever under this name
 FIELD_MANAGER = "gangsched.kubeflow-drift"
-# HTTP statuses of a dry run the server refused for the object's content (not for who asks, or how to reach it)
-REFUSED = (400, 409, 415, 422)
+# HTTP statuses of a dry run the server refused for the object's content (not for who asks, or how to reach it);
+# kube-apiserver answers a field of the wrong type in an apply with 500 ("failed to create typed patch object")
+REFUSED = (400, 409, 415, 422, 500)
 # what the server changes on every write, whatever the content
 _VOLATILE = ("managedFields", "resourceVersion", "generation")
 
@@ -130,7 +131,8 @@ def why(client, resources: Resources, obj: dict, last_applied: bool) -> tuple[st
             raise
         # a server-side apply can be refused where a client-side one is not (a list item without its key): the apply
         # itself tells, so this counts as drift
-        return f"a server-side dry run was refused ({e.status})", _plain(live), None
+        reason = (e.reason or "").strip().splitlines()[0][:200] if e.reason else ""
+        return f"a server-side dry run was refused ({e.status}{': ' + reason if reason else ''})", _plain(live), None
     if _plain(after) != _plain(live):
         return "an apply would change it", _plain(live), _plain(after)
     return "", None, None

@@ -131,7 +131,9 @@ drifted:
       description:
         - C(not found), C(kind K of G/V is not served), C(namespaced, but no metadata.namespace given),
           C(its last-applied configuration is not this definition), C(an apply would change it), or
-          C(a server-side dry run was refused (422)) (the object's content; the apply itself tells why).
+          C(a server-side dry run was refused) followed by the HTTP status and the server's reason in brackets (for
+          the object's content, with 400, 409, 415, 422, or the 500 kube-apiserver answers a field of the wrong type
+          with; the apply itself then tells).
         - For a Helm release (C(Helm release namespace/name)), C(not installed), C(its last revision is S, not deployed),
           C(chart N-V runs, not N-W), C(appVersion A runs, not B), or C(its values are not release_values).
       type: str

@@ -126,6 +126,17 @@ def test_an_api_error_names_the_object_and_a_refused_dry_run_is_drift():
     res = run(Refusing({PATH: cm({"a": "1"})}), definition=[WANT])
     assert res["drifted"] == [{"object": "ConfigMap ns/c", "why": "a server-side dry run was refused (422)"}]
 
+    class Untyped(Server):  # what kube-apiserver answers an apply with a string where its schema has a number
+        def apply(self, *a, **k):
+            why = "failed to create typed patch object (/q): .spec.weight: expected numeric (int or float), got string"
+            raise ApiError(f"Failed to patch Queue q (dry run): {why}", 500, why)
+
+    res = run(Untyped({PATH: cm({"a": "1"})}), definition=[WANT])
+    assert res["drifted"][0]["why"] == (
+        "a server-side dry run was refused (500: failed to create typed patch object (/q): "
+        ".spec.weight: expected numeric (int or float), got string)"
+    )
+
 
 def secret(version, status="deployed", chart=("volcano", "1.10.0", "v1.10.0"), config=None, gz=True):
     release = {
