@@ -148,11 +148,10 @@ def _local_chart(ref: str) -> dict | None:
             return yaml.safe_load((path / "Chart.yaml").read_text()) or {}
         if path.is_file():
             with tarfile.open(path) as tar:
-                member = next(
-                    (m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith("/Chart.yaml")), None
-                )
-                found = tar.extractfile(member) if member is not None else None
-                return yaml.safe_load(found.read()) or {} if found is not None else {}
+                # the chart's own Chart.yaml, <name>/Chart.yaml, not a subchart's under <name>/charts/
+                top = [m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith("/Chart.yaml")]
+                found = tar.extractfile(top[0]) if top else None
+                return (yaml.safe_load(found.read()) or {}) if found is not None else {}
     except (OSError, tarfile.TarError, yaml.YAMLError) as e:
         raise GangError(
             f"chart_ref={ref}: cannot read its Chart.yaml ({type(e).__name__}); point chart_ref at a chart"
@@ -207,7 +206,7 @@ def helm_why(client, release: dict) -> str:
 
 
 def _yaml(obj) -> str:
-    import yaml  # the module's requirement, imported where used (the client is the cluster modules' only import)
+    import yaml  # the module's requirement, imported where used
 
     return yaml.safe_dump(obj, sort_keys=True, default_flow_style=False) if obj is not None else ""
 
