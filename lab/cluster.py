@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import socket
 import ssl
@@ -608,7 +609,25 @@ def port_free(port: int) -> bool:
     return True
 
 
+def ephemeral_ports() -> tuple[int, int]:
+    """The kernel's range for the local port of a client socket (Linux; its default elsewhere)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
+    """A port free now, for a component to listen on. Picked at random below the kernel's ephemeral range: a port
+    the kernel hands out (bind to port 0) can be taken, before the component binds it, by any client socket's local
+    port, and with several labs starting side by side (make test's lanes) it was ("address already in use")."""
+    low = ephemeral_ports()[0]
+    if low > 12000:
+        for _ in range(100):
+            port = random.randrange(10000, low)
+            if port_free(port):
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

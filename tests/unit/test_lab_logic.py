@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 import yaml
 
-from lab import build, images, nodes
+from lab import build, cluster, images, nodes
 from lab.runner import expand
 
 UPSTREAM = """module example.com/up
@@ -212,3 +214,12 @@ def test_a_failed_stage_is_told_by_its_failed_tests_and_its_end():
     assert digest[:2] == ["FAILED tests/lab/test_x.py::test_y - assert 1 == 2", "ERROR tests/lab/test_z.py::test_w"]
     assert digest[2:] == [f"tail {i}" for i in range(25, 30)]
     assert not any(line.startswith("noise") for line in digest)
+
+
+def test_free_port_is_below_the_kernels_range_for_client_sockets_and_bindable():
+    low = cluster.ephemeral_ports()[0]
+    ports = {cluster.free_port() for _ in range(20)}
+    assert all(10000 <= p < low for p in ports), (low, ports)
+    assert len(ports) > 1  # random, so labs starting side by side rarely try the same one
+    with socket.socket() as s:  # free: a component can listen on it
+        s.bind(("127.0.0.1", ports.pop()))
