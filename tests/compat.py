@@ -264,6 +264,7 @@ LAB_TESTS = (
     "test_crds_module.py",
     "test_in_process.py",
     "test_drift_module.py",
+    "test_render_chart.py",
 )
 
 

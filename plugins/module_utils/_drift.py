@@ -15,9 +15,8 @@ import base64
 import binascii
 import gzip
 import json
-import tarfile
-from pathlib import Path
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._charts import chart_meta
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -140,23 +139,10 @@ def why(client, resources: Resources, obj: dict, last_applied: bool) -> tuple[st
 
 def _local_chart(ref: str) -> dict | None:
     """The Chart.yaml of a local chart directory or archive, or None when ``ref`` is not a local path."""
-    import yaml  # the module's requirement, imported where used
-
-    path = Path(ref)
     try:
-        if path.is_dir():
-            return yaml.safe_load((path / "Chart.yaml").read_text()) or {}
-        if path.is_file():
-            with tarfile.open(path) as tar:
-                # the chart's own Chart.yaml, <name>/Chart.yaml, not a subchart's under <name>/charts/
-                top = [m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith("/Chart.yaml")]
-                found = tar.extractfile(top[0]) if top else None
-                return (yaml.safe_load(found.read()) or {}) if found is not None else {}
-    except (OSError, tarfile.TarError, yaml.YAMLError) as e:
-        raise GangError(
-            f"chart_ref={ref}: cannot read its Chart.yaml ({type(e).__name__}); point chart_ref at a chart"
-        ) from None
-    return None
+        return chart_meta(ref)
+    except ValueError as e:
+        raise GangError(f"chart_ref={ref}: {e}; point chart_ref at a chart") from None
 
 
 def _release(client, name: str, namespace: str) -> dict | None:

@@ -11,7 +11,7 @@ module: render_manifests
 short_description: Write Kubernetes objects to a directory, one YAML file each, in one step
 version_added: 0.1.0
 description:
-  - Writes each object of O(objects) and of O(documents) to O(path) as C(<kind>-<namespace>-<name>.yaml) (cluster-scoped objects
+  - Writes each object of O(objects), of O(documents) and of the output of O(chart) to O(path) as C(<kind>-<namespace>-<name>.yaml) (cluster-scoped objects
     C(<kind>-<name>.yaml)), lower case, the name the filter P(gangsched.kubeflow.manifest_filename#filter) gives.
   - A file is written only when its text changes, atomically (a temporary file in the same directory, then a
     rename), so a GitOps repository sees only real changes.
@@ -20,6 +20,10 @@ description:
   - Every object is checked before anything is written; an entry without a kind or a name, or two different objects
     that would share a file, fail the task naming the entry and write nothing (the same object twice is written once).
   - The roles' render-only mode writes through it, one task per component instead of one per object.
+  - With O(chart), the module runs C(helm template) itself, on the host the task runs on, and writes the chart's
+    objects as it writes the others, in the same task. It is what M(kubernetes.core.helm_template) runs for the
+    same options (no hooks left out, no CRDs of the chart's C(crds/) directory added), without that module's
+    own process and without the chart's output going through Ansible's variables.
   - Each file is the object as YAML with sorted keys, an indent of 2 and no folding of long strings, which the
     C and the pure-Python emitters of PyYAML write alike (the C one is used when present).
 author:
@@ -59,13 +63,52 @@ options:
     type: list
     elements: str
     default: []
-    version_added: 0.2.0
+    version_added: 0.1.0
+  chart:
+    description:
+      - A Helm chart whose C(helm template) output is written too, after O(objects) and O(documents).
+      - The chart is rendered even in check mode (C(helm template) changes nothing but Helm's own cache of a
+        repository's charts).
+    type: dict
+    version_added: 0.1.0
+    suboptions:
+      chart_ref:
+        description: A local chart directory or C(.tgz), or the chart's name in O(chart.chart_repo_url).
+        type: str
+        required: true
+      chart_repo_url:
+        description: The chart repository's URL (C(helm template --repo)); none for a local chart.
+        type: str
+      chart_version:
+        description: The chart version to fetch from O(chart.chart_repo_url) (C(helm template --version)).
+        type: str
+      release_name:
+        description: The release name the chart is rendered for.
+        type: str
+        required: true
+      release_namespace:
+        description: The namespace the chart is rendered for (C(helm template --namespace)).
+        type: str
+        required: true
+      release_values:
+        description: The chart's values, passed to C(helm template) as a values file.
+        type: dict
+        default: {}
+      binary_path:
+        description: The C(helm) binary; the one on the C(PATH) when not set.
+        type: path
+  timeout:
+    description: Seconds C(helm template) may take (O(chart)); past them the task fails and nothing is written.
+    type: int
+    default: 120
+    version_added: 0.1.0
   prune:
     description: Remove the C(*.yaml) files in O(path) that are not among the objects' files.
     type: bool
     default: true
 requirements:
   - PyYAML on the host the task runs on
+  - Helm 3 on the host the task runs on, for O(chart)
 """
 
 EXAMPLES = r"""
@@ -74,12 +117,25 @@ EXAMPLES = r"""
     path: rendered/20-volcano
     objects: "{{ lookup('ansible.builtin.template', 'volcano.yaml.j2') | ansible.builtin.from_yaml_all | select | list }}"
 
-- name: A chart's output and a CRD file, parsed by the module
+- name: A CRD file, parsed by the module
   gangsched.kubeflow.render_manifests:
     path: rendered/20-volcano
     documents:
-      - "{{ volcano_template.stdout }}"
       - "{{ lookup('ansible.builtin.file', 'crds/queues.yaml') }}"
+
+- name: A namespace and what a chart of a repository renders in it
+  gangsched.kubeflow.render_manifests:
+    path: rendered/10-gpu-device-plugin
+    objects: [{apiVersion: v1, kind: Namespace, metadata: {name: nvidia-device-plugin}}]
+    chart:
+      chart_ref: nvidia-device-plugin
+      chart_repo_url: https://nvidia.github.io/k8s-device-plugin
+      chart_version: 0.17.3
+      release_name: nvidia-device-plugin
+      release_namespace: nvidia-device-plugin
+      release_values:
+        nodeSelector:
+          nvidia.com/gpu.present: "true"
 """
 
 RETURN = r"""
@@ -89,7 +145,7 @@ path:
   type: str
   sample: rendered/20-volcano
 files:
-  description: The file names of all the objects, in the order of O(objects), then of O(documents).
+  description: The file names of all the objects, in the order of O(objects), then of O(documents), then of O(chart).
   returned: always
   type: list
   elements: str
@@ -114,7 +170,9 @@ diff:
   sample: [{before_header: rendered/ns.yaml, after_header: rendered/ns.yaml, before: "", after: "kind: Namespace"}]
 """
 
+import json
 import os
+import subprocess
 import tempfile
 import traceback
 
@@ -153,6 +211,45 @@ def _parse(documents: list) -> list:
     return out
 
 
+def _helm_template(chart: dict, timeout: int) -> str:
+    """The output of ``helm template`` for ``chart`` (the option's dict); ValueError naming the chart, the option
+    and the fix when Helm is missing, fails or takes more than ``timeout`` seconds."""
+    binary = chart.get("binary_path") or "helm"
+    ref = chart["chart_ref"]
+    args = [binary, "template", chart["release_name"], ref, "--namespace", chart["release_namespace"]]
+    if chart.get("chart_repo_url"):
+        args += ["--repo", chart["chart_repo_url"]]
+    if chart.get("chart_version"):
+        args += ["--version", chart["chart_version"]]
+    # the values as JSON, which is YAML: every string stays a string, whatever YAML 1.1 would read in it
+    with tempfile.NamedTemporaryFile("w", prefix="gangsched-values.", suffix=".yaml", encoding="utf-8") as values:
+        json.dump(chart.get("release_values") or {}, values)
+        values.flush()
+        try:
+            p = subprocess.run(
+                [*args, "--values", values.name], capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except FileNotFoundError:
+            raise ValueError(
+                f"chart {ref}: the helm binary {binary} was not found; set chart.binary_path to helm's path, "
+                "or put helm on the PATH"
+            ) from None
+        except PermissionError:
+            raise ValueError(f"chart {ref}: {binary} cannot be run; set chart.binary_path to helm's path") from None
+        except subprocess.TimeoutExpired:
+            raise ValueError(
+                f"chart {ref}: helm template took more than {timeout} s; raise timeout, or check that "
+                f"{chart.get('chart_repo_url') or ref} can be reached"
+            ) from None
+    if p.returncode != 0:
+        said = [line.strip() for line in p.stderr.splitlines() if line.strip()]
+        # Helm's own "Error: ..." line, not its closing hint (Use --debug flag ...)
+        errors = [line for line in said if line.startswith("Error:")]
+        why = (errors or said)[-1] if said else f"exit status {p.returncode}"
+        raise ValueError(f"chart {ref}: helm template failed ({why}); check chart.chart_ref, chart_version and values")
+    return p.stdout
+
+
 def _read(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8") as f:
@@ -184,6 +281,13 @@ def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
     path = params["path"]
     try:
         objects = params["objects"] + _parse(params["documents"])
+        if params.get("chart"):
+            chart = params["chart"]
+            try:
+                objects += _manifests.load_all(_helm_template(chart, params["timeout"]))
+            except ValueError as e:
+                said = str(e) if str(e).startswith("chart ") else f"chart {chart['chart_ref']}'s output {e}"
+                raise ValueError(said) from None
         wanted = _manifests.files(objects, _dump)
     except ValueError as e:
         return dict(failed=True, msg=f"render_manifests: {e}; nothing was written to {path}")
@@ -238,6 +342,19 @@ def entry() -> dict:
             path=dict(type="path", required=True),
             objects=dict(type="list", elements="dict", default=[]),
             documents=dict(type="list", elements="str", default=[]),
+            chart=dict(
+                type="dict",
+                options=dict(
+                    chart_ref=dict(type="str", required=True),
+                    chart_repo_url=dict(type="str"),
+                    chart_version=dict(type="str"),
+                    release_name=dict(type="str", required=True),
+                    release_namespace=dict(type="str", required=True),
+                    release_values=dict(type="dict", default={}),
+                    binary_path=dict(type="path"),
+                ),
+            ),
+            timeout=dict(type="int", default=120),
             prune=dict(type="bool", default=True),
         ),
         module_kwargs={},
