@@ -23,7 +23,8 @@ description:
   - With O(chart), the module runs C(helm template) itself, on the host the task runs on, and writes the chart's
     objects as it writes the others, in the same task. It is what M(kubernetes.core.helm_template) runs for the
     same options (no hooks left out, no CRDs of the chart's C(crds/) directory added), without that module's
-    own process and without the chart's output going through Ansible's variables.
+    own process and without the chart's output going through Ansible's variables; but the values reach Helm as
+    JSON, where a string stays a string (Helm reads a values file as YAML 1.1, where an unquoted C(y) is true).
   - Each file is the object as YAML with sorted keys, an indent of 2 and no folding of long strings, which the
     C and the pure-Python emitters of PyYAML write alike (the C one is used when present).
 author:
