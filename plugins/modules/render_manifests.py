@@ -11,8 +11,9 @@ module: render_manifests
 short_description: Write Kubernetes objects to a directory, one YAML file each, in one step
 version_added: 0.1.0
 description:
-  - Writes each object of O(objects), of O(documents) and of the output of O(chart) to O(path) as C(<kind>-<namespace>-<name>.yaml) (cluster-scoped objects
-    C(<kind>-<name>.yaml)), lower case, the name the filter P(gangsched.kubeflow.manifest_filename#filter) gives.
+  - Writes each object of O(objects), of O(documents) and of the output of O(chart) to O(path) as
+    C(<kind>-<namespace>-<name>.yaml) (cluster-scoped objects C(<kind>-<name>.yaml)), lower case, the name the
+    filter P(gangsched.kubeflow.manifest_filename#filter) gives.
   - A file is written only when its text changes, atomically (a temporary file in the same directory, then a
     rename), so a GitOps repository sees only real changes.
   - With O(prune=true), every other C(*.yaml) file in O(path) is removed, so an object no longer rendered leaves
@@ -74,7 +75,8 @@ options:
     version_added: 0.1.0
     suboptions:
       chart_ref:
-        description: A local chart directory or C(.tgz), or the chart's name in O(chart.chart_repo_url).
+        description: A local chart directory or C(.tgz) (C(~) is expanded), or the chart's name in
+          O(chart.chart_repo_url).
         type: str
         required: true
       chart_repo_url:
@@ -99,7 +101,8 @@ options:
         description: The C(helm) binary; the one on the C(PATH) when not set.
         type: path
   timeout:
-    description: Seconds C(helm template) may take (O(chart)); past them the task fails and nothing is written.
+    description: Seconds C(helm template) may take (O(chart)), more than 0; past them the task fails and nothing is
+      written.
     type: int
     default: 120
     version_added: 0.1.0
@@ -217,7 +220,8 @@ def _helm_template(chart: dict, timeout: int) -> str:
     and the fix when Helm is missing, fails or takes more than ``timeout`` seconds."""
     binary = chart.get("binary_path") or "helm"
     ref = chart["chart_ref"]
-    args = [binary, "template", chart["release_name"], ref, "--namespace", chart["release_namespace"]]
+    local = ref if chart.get("chart_repo_url") else os.path.expanduser(ref)
+    args = [binary, "template", chart["release_name"], local, "--namespace", chart["release_namespace"]]
     if chart.get("chart_repo_url"):
         args += ["--repo", chart["chart_repo_url"]]
     if chart.get("chart_version"):
@@ -280,6 +284,12 @@ def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
     """The task's result: the files of ``params`` written (not in check mode); ``failed`` and ``msg`` when
     they cannot be."""
     path = params["path"]
+    if params["timeout"] <= 0:
+        return dict(
+            failed=True,
+            msg=f"render_manifests: timeout must be seconds > 0 (got {params['timeout']}); set timeout: 120; nothing was "
+            f"written to {path}",
+        )
     try:
         objects = params["objects"] + _parse(params["documents"])
         if params.get("chart"):

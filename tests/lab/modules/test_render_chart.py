@@ -141,3 +141,19 @@ def test_a_repository_that_never_answers_fails_within_the_timeout(tmp_path, helm
         args = {"timeout": 3, "chart": _chart_args("gangchart", helm, chart_repo_url=url, chart_version="0.3.1")}
         res, took = _fails(tmp_path, args, ["chart gangchart", "took more than 3 s", "raise timeout", url])
     assert took < 3 + 15, took  # the module's timeout, plus ansible's own start
+
+
+def test_a_timeout_below_one_second_is_refused(tmp_path, chart, helm):
+    _fails(tmp_path, {"timeout": 0, "chart": _chart_args(chart, helm)}, ["timeout must be seconds > 0 (got 0)"])
+
+
+def test_a_local_chart_under_home_is_found(tmp_path, chart, helm):
+    # ~ in chart_ref is the home of the user the task runs as, as in kubernetes.core.helm_template (type path)
+    out = tmp_path / "out"
+    env_home = {"HOME": str(chart.parent)}
+    cmd = [str(BIN / "ansible"), "localhost", "-m", "gangsched.kubeflow.render_manifests", "-a"]
+    cmd.append(json.dumps({"path": str(out), "chart": _chart_args("~/gangchart", helm)}))
+    p = subprocess.run(cmd, env=ansible_env(None, env_home), cwd=REPO, capture_output=True, text=True, timeout=300)
+    res = json.loads(p.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert res.get("failed") is not True, res.get("msg")
+    assert res["files"] == ["serviceaccount-gang.yaml", "configmap-gang-ns-gang-conf.yaml"]
