@@ -75,9 +75,9 @@ options:
     version_added: 0.1.0
     suboptions:
       chart_ref:
-        description: A local chart directory or C(.tgz) (C(~) is expanded), or the chart's name in
-          O(chart.chart_repo_url).
-        type: str
+        description: A local chart directory or C(.tgz) (C(~) is expanded, as in
+          M(kubernetes.core.helm_template)), or the chart's name in O(chart.chart_repo_url).
+        type: path
         required: true
       chart_repo_url:
         description: The chart repository's URL (C(helm template --repo)); none for a local chart.
@@ -220,8 +220,7 @@ def _helm_template(chart: dict, timeout: int) -> str:
     and the fix when Helm is missing, fails or takes more than ``timeout`` seconds."""
     binary = chart.get("binary_path") or "helm"
     ref = chart["chart_ref"]
-    local = ref if chart.get("chart_repo_url") else os.path.expanduser(ref)
-    args = [binary, "template", chart["release_name"], local, "--namespace", chart["release_namespace"]]
+    args = [binary, "template", chart["release_name"], ref, "--namespace", chart["release_namespace"]]
     if chart.get("chart_repo_url"):
         args += ["--repo", chart["chart_repo_url"]]
     if chart.get("chart_version"):
@@ -356,7 +355,7 @@ def entry() -> dict:
             chart=dict(
                 type="dict",
                 options=dict(
-                    chart_ref=dict(type="str", required=True),
+                    chart_ref=dict(type="path", required=True),
                     chart_repo_url=dict(type="str"),
                     chart_version=dict(type="str"),
                     release_name=dict(type="str", required=True),
