@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 
 import pytest
 import yaml
@@ -223,3 +225,27 @@ def test_free_port_is_below_the_kernels_range_for_client_sockets_and_bindable():
     assert len(ports) > 1  # random, so labs starting side by side rarely try the same one
     with socket.socket() as s:  # free: a component can listen on it
         s.bind(("127.0.0.1", ports.pop()))
+
+
+def test_a_port_is_claimed_once_until_its_claim_expires(tmp_path):
+    # two labs starting side by side: the second one to ask for the same free port is refused it
+    assert cluster.claim_port(31158, tmp_path) is True
+    assert cluster.claim_port(31158, tmp_path) is False
+    assert cluster.claim_port(31159, tmp_path) is True
+    # long after, its component bound it or never will: the claim has expired and can be taken over
+    old = time.time() - cluster.PORT_CLAIM_SECONDS - 1
+    os.utime(tmp_path / "31158", (old, old))
+    assert cluster.claim_port(31158, tmp_path) is True
+    assert cluster.claim_port(31158, tmp_path) is False
+
+
+def test_free_port_never_hands_out_a_port_claimed_by_another_lab(tmp_path, monkeypatch):
+    monkeypatch.setattr(cluster, "PORT_CLAIMS", tmp_path)
+    first, second, third = [p for p in range(21000, 21100) if cluster.port_free(p)][:3]
+    for port in (first, second):  # free, but handed to another lab that has not bound them yet
+        (tmp_path / str(port)).touch()
+    tries = iter([first, second, third])
+    monkeypatch.setattr(cluster.random, "randrange", lambda *_: next(tries))
+    assert cluster.free_port() == third
+    assert (tmp_path / str(third)).exists()  # claimed now: the next lab is refused it
+    assert cluster.claim_port(third, tmp_path) is False
