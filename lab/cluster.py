@@ -621,7 +621,8 @@ def ephemeral_ports() -> tuple[int, int]:
 # ports handed out by free_port() on this machine, one empty file each, so that labs starting side by side never
 # hand out the same one: a port is only at risk between its choice and its component's bind (a few seconds, a
 # minute on a loaded machine), after which port_free() says it is taken; a claim older than that has expired
-PORT_CLAIMS = Path(os.environ.get("TMPDIR") or "/tmp") / "gangsched-lab-port-claims"
+# (per user: another user's directory would not be writable here)
+PORT_CLAIMS = Path(os.environ.get("TMPDIR") or "/tmp") / f"gangsched-lab-port-claims-{os.getuid()}"
 PORT_CLAIM_SECONDS = 600
 
 
@@ -629,8 +630,11 @@ def claim_port(port: int, claims: Path | None = None) -> bool:
     """Whether ``port`` is now this caller's to bind: its claim file created here (O_EXCL: one process wins), or
     found expired and taken over."""
     claims = claims or PORT_CLAIMS
-    claims.mkdir(parents=True, exist_ok=True)
     path = claims / str(port)
+    try:
+        claims.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return True  # no place to claim it: free is all that is known, as before claims
     for _ in range(2):
         try:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
@@ -642,6 +646,8 @@ def claim_port(port: int, claims: Path | None = None) -> bool:
                 path.unlink()  # expired: its component bound it long ago, or never will
             except FileNotFoundError:
                 pass  # another process took it over first: try once more
+        except OSError:
+            return True  # no place to claim it (a directory not writable here): free is all that is known
     return False
 
 
