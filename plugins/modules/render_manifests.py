@@ -26,8 +26,13 @@ description:
     same options (no hooks left out, no CRDs of the chart's C(crds/) directory added), without that module's
     own process and without the chart's output going through Ansible's variables; but the values reach Helm as
     JSON, where a string stays a string (Helm reads a values file as YAML 1.1, where an unquoted C(y) is true).
-  - Each file is the object as YAML with sorted keys, an indent of 2 and no folding of long strings, which the
-    C and the pure-Python emitters of PyYAML write alike (the C one is used when present).
+  - An object of O(objects) is written as YAML with sorted keys, an indent of 2 and no folding of long strings,
+    which the C and the pure-Python emitters of PyYAML write alike (the C one is used when present).
+  - A document of O(documents) or of the chart's output is written as it came, its own lines (comments between
+    them included; a comment before it, such as the Source line Helm writes, left out). A CRD file's document is
+    upstream's text, and a review of a new version sees upstream's own diff. A document that does not stand alone
+    as it came (a flow mapping, a root that does not start its line, a text with C(%) directives) is written as an
+    object is. The same object given twice is written once, as given first.
 author:
   - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
@@ -205,11 +210,12 @@ def _dump(obj: dict) -> str:
 
 
 def _parse(documents: list) -> list:
-    """The objects of each YAML text (empty documents skipped); ValueError naming the text that is not YAML."""
+    """The documents of each YAML text (empty ones skipped), as they came where they can be; ValueError naming the
+    text that is not YAML."""
     out = []
     for i, text in enumerate(documents):
         try:
-            out += _manifests.load_all(text)
+            out += _manifests.documents(text)
         except ValueError as e:
             raise ValueError(f"documents[{i}] {e}") from None
     return out
@@ -294,7 +300,7 @@ def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
         if params.get("chart"):
             chart = params["chart"]
             try:
-                objects += _manifests.load_all(_helm_template(chart, params["timeout"]))
+                objects += _manifests.documents(_helm_template(chart, params["timeout"]))
             except ValueError as e:
                 said = str(e) if str(e).startswith("chart ") else f"chart {chart['chart_ref']}'s output {e}"
                 raise ValueError(said) from None

@@ -84,22 +84,38 @@ def test_bad_input_writes_nothing_and_names_the_entry(tmp_path):
     assert notdir["failed"] is True and "is not a directory" in notdir["msg"]
 
 
-def test_documents_are_parsed_on_the_host_and_written_alike_by_both_emitters(tmp_path):
+def test_documents_are_written_as_they_came_objects_as_sorted_yaml_alike_by_both_emitters(tmp_path):
     out = tmp_path / "r"
     long = "a sentence long enough to be folded at 120 columns by one emitter and not the other, " * 3 + "\nend"
     crd = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "gang"}, "data": {"k": long}}
-    text = "---\n" + yaml.safe_dump(_objects()[1]) + "---\n# only a comment\n---\n" + yaml.safe_dump(crd)
-    res = _run({"path": str(out), "objects": [_objects()[0]], "documents": [text]})
+    upstream = (
+        "# Source: a chart\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: c, namespace: gang}\ndata:\n  k: |-\n"
+    )
+    upstream += "".join(f"    {line}\n" for line in long.splitlines())
+    flow = '{"kind": "Service", "apiVersion": "v1", "metadata": {"name": "s", "namespace": "gang"}}'
+    text = "---\n" + yaml.safe_dump(_objects()[1]) + "---\n# only a comment\n---\n" + upstream + "---\n" + flow
+    res = _run({"path": str(out), "objects": [_objects()[0], crd], "documents": [text]})
     assert res["changed"] is True, res
-    assert res["files"] == ["namespace-gang.yaml", "deployment-gang-sched.yaml", "configmap-gang-c.yaml"]
+    assert res["files"] == [
+        "namespace-gang.yaml",
+        "configmap-gang-c.yaml",
+        "deployment-gang-sched.yaml",
+        "service-gang-s.yaml",
+    ]
+    # an object: sorted YAML, the same text from the C and the pure-Python emitters
     written = (out / "configmap-gang-c.yaml").read_text()
-    assert yaml.safe_load(written) == crd
     for dumper in (yaml.SafeDumper, getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
         assert written == yaml.dump(
             crd, Dumper=dumper, indent=2, sort_keys=True, default_flow_style=False, allow_unicode=True, width=1 << 30
         )
-    again = _run({"path": str(out), "objects": [_objects()[0]], "documents": [text]})
+    # a document: its own lines; the same object as an entry of objects is written once, as the object
+    assert (out / "deployment-gang-sched.yaml").read_text() == yaml.safe_dump(_objects()[1])
+    # a document that does not stand alone as it came (here a flow mapping) is written as an object
+    assert yaml.safe_load((out / "service-gang-s.yaml").read_text()) == yaml.safe_load(flow)
+    again = _run({"path": str(out), "objects": [_objects()[0], crd], "documents": [text]})
     assert again["changed"] is False, again
+    clash = _run({"path": str(out), "documents": [upstream.replace("end", "the end")], "objects": [crd]})
+    assert clash["failed"] is True and "listed twice, differently" in clash["msg"], clash["msg"]
 
 
 def test_a_document_that_is_not_yaml_writes_nothing(tmp_path):
