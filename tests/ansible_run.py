@@ -132,6 +132,12 @@ class Run:
                 for host, h in task["hosts"].items():
                     if h.get("failed") and not h.get("ignore_errors"):
                         msgs.append(f"{task['task']['name']} [{host}]: {h.get('msg')}")
+                        # a loop fails as "One or more items failed": each failed item's own message
+                        msgs += [
+                            f"  item {r.get('_ansible_item_label', r.get('item'))}: {r.get('msg')}"
+                            for r in h.get("results", [])
+                            if r.get("failed")
+                        ]
         return "\n".join(msgs) or self.stderr[-3000:]
 
 
