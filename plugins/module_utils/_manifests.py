@@ -40,58 +40,140 @@ class Verbatim:
     ``head``, the kind, name and namespace its file is named after. ``value()`` parses the whole object, which only
     a clash of two documents over one file needs."""
 
-    __slots__ = ("_node", "head", "text")
+    __slots__ = ("head", "text")
 
-    def __init__(self, node, head: dict, text: str):
-        self._node, self.head, self.text = node, head, text
+    def __init__(self, head: dict, text: str):
+        self.head, self.text = head, text
 
     def value(self):
-        return _loader()("").construct_document(self._node)
+        return yaml.load(self.text, Loader=_loader())
 
 
-_MAP = "tag:yaml.org,2002:map"
+# a document's head: the keys its file is named after (None: a plain value; a dict: the keys of a mapping under it)
+_HEAD = {"kind": None, "metadata": {"name": None, "namespace": None}}
+_UNUSABLE = object()  # a head key whose value is not a plain value, or a mapping with a merge key (<<)
+_STR, _MERGE = "tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"
 
 
-def _head(node, construct) -> dict | None:
-    """{kind, metadata: {name, namespace}} of a mapping node, each value parsed as the whole document would parse
-    it; None when one of them is not a plain value (the document is then parsed whole and checked as an object)."""
-    keys = {k.value: v for k, v in node.value if k.tag == "tag:yaml.org,2002:str"}
-    meta = keys.get("metadata")
-    if meta is None or meta.tag != _MAP:
+class _Walk:
+    """The parse events of one YAML text, walked document by document: a document's head read, the rest of it
+    skipped, its anchors, aliases and tags checked as PyYAML's composer and constructor check them (the events alone
+    do not)."""
+
+    def __init__(self, text: str, loader):
+        self.events = yaml.parse(text, Loader=loader)
+        self.tools = loader("")  # its resolver and constructor, for the head's plain values
+        self.anchors: dict = {}
+
+    def next(self):
+        e = next(self.events)
+        if e.__class__ is yaml.AliasEvent:
+            if e.anchor not in self.anchors:
+                raise yaml.composer.ComposerError(None, None, f"found undefined alias {e.anchor!r}", e.start_mark)
+            return e
+        tag = getattr(e, "tag", None)
+        if tag is not None and tag != "!" and tag not in self.tools.yaml_constructors:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"could not determine a constructor for the tag {tag!r}", e.start_mark
+            )
+        if getattr(e, "anchor", None) is not None:
+            if e.anchor in self.anchors:
+                raise yaml.composer.ComposerError(
+                    f"found duplicate anchor {e.anchor!r}; first occurrence",
+                    self.anchors[e.anchor],
+                    "second occurrence",
+                    e.start_mark,
+                )
+            self.anchors[e.anchor] = e.start_mark
+        return e
+
+    def skip(self, first) -> None:
+        """Consume the rest of the node whose first event is ``first``."""
+        if first.__class__ not in (yaml.MappingStartEvent, yaml.SequenceStartEvent):
+            return
+        depth = 1
+        while depth:
+            c = self.next().__class__
+            if c is yaml.MappingStartEvent or c is yaml.SequenceStartEvent:
+                depth += 1
+            elif c is yaml.MappingEndEvent or c is yaml.SequenceEndEvent:
+                depth -= 1
+
+    def scalar(self, e, keys_only: bool = False):
+        """The value of a scalar event, as the constructor would make it; with ``keys_only``, None for any but a
+        string, and _UNUSABLE for a merge key."""
+        tag = e.tag if e.tag not in (None, "!") else self.tools.resolve(yaml.ScalarNode, e.value, e.implicit)
+        if keys_only and tag != _STR:
+            return _UNUSABLE if tag == _MERGE else None
+        return self.tools.construct_object(yaml.ScalarNode(tag, e.value, e.start_mark, e.end_mark, e.style))
+
+    def mapping(self, wanted: dict):
+        """The values of the ``wanted`` keys of the mapping whose start was read, and its end event."""
+        found = {}
+        while True:
+            key = self.next()
+            if key.__class__ is yaml.MappingEndEvent:
+                return found, key
+            name = self.scalar(key, keys_only=True) if key.__class__ is yaml.ScalarEvent else None
+            self.skip(key)
+            value = self.next()
+            if name is _UNUSABLE:
+                found[_UNUSABLE] = True
+            elif name in wanted:
+                sub = wanted[name]
+                if sub is None and value.__class__ is yaml.ScalarEvent:
+                    found[name] = self.scalar(value)
+                    continue
+                if sub is not None and value.__class__ is yaml.MappingStartEvent:
+                    found[name] = self.mapping(sub)[0]
+                    continue
+                found[name] = _UNUSABLE
+            self.skip(value)
+
+
+def _head(found: dict) -> dict | None:
+    """{kind, metadata: {name, namespace}} of a document, or None when they are not all plain values."""
+    meta = found.get("metadata")
+    if _UNUSABLE in found or not isinstance(meta, dict) or _UNUSABLE in meta:
         return None
-    meta_keys = {k.value: v for k, v in meta.value if k.tag == "tag:yaml.org,2002:str"}
-    picked = {"kind": keys.get("kind"), "name": meta_keys.get("name"), "namespace": meta_keys.get("namespace")}
-    if picked["kind"] is None or picked["name"] is None:
+    picked = (found.get("kind", _UNUSABLE), meta.get("name", _UNUSABLE), meta.get("namespace"))
+    if any(v is _UNUSABLE for v in picked):
         return None
-    if any(n is not None and not isinstance(n, yaml.ScalarNode) for n in picked.values()):
-        return None
-    kind, name, namespace = (None if n is None else construct(n) for n in picked.values())
-    return {"kind": kind, "metadata": {"name": name, "namespace": namespace}}
+    return {"kind": picked[0], "metadata": {"name": picked[1], "namespace": picked[2]}}
 
 
 def documents(text: str) -> list:
     """The documents of a YAML text, empty ones skipped, each a ``Verbatim`` when it is a block mapping that starts a
-    line (the Kubernetes objects of upstream's files and of ``helm template``), else its parsed value. A text with
-    directives (``%YAML``, ``%TAG``) is parsed whole, as its documents do not stand alone. ValueError as
+    line and names itself in plain values (the Kubernetes objects of upstream's files and of ``helm template``), else
+    its parsed value. Read from the parser's events, so that no object is built for a document kept as it came. A text
+    with directives (``%YAML``, ``%TAG``) is parsed whole, as its documents do not stand alone. ValueError as
     ``load_all``."""
     text = text[1:] if text.startswith("\ufeff") else text
     if re.search(r"^%", text, re.MULTILINE):
         return load_all(text)
     loader = _loader()
-    constructor = loader("")
-    out = []
+    out: list = []
+    parsed = None  # every document, parsed, once one of them is not kept as it came
     try:
-        for node in yaml.compose_all(text, Loader=loader):
-            head = None
-            if isinstance(node, yaml.MappingNode) and not node.flow_style and node.start_mark.column == 0:
-                head = _head(node, constructor.construct_object)
-            if head is None:
-                value = constructor.construct_document(node)
-                if value is not None:
-                    out.append(value)
+        walk, doc = _Walk(text, loader), -1
+        for e in walk.events:
+            if e.__class__ is not yaml.DocumentStartEvent:
                 continue
-            own = text[node.start_mark.index : node.end_mark.index]
-            out.append(Verbatim(node, head, own if own.endswith("\n") else own + "\n"))
+            walk.anchors, doc = {}, doc + 1
+            root = walk.next()
+            if root.__class__ is yaml.MappingStartEvent and not root.flow_style and root.start_mark.column == 0:
+                found, end = walk.mapping(_HEAD)
+                head = _head(found)
+                if head is not None:
+                    own = text[root.start_mark.index : end.end_mark.index]
+                    out.append(Verbatim(head, own if own.endswith("\n") else own + "\n"))
+                    continue
+            else:
+                walk.skip(root)
+            if parsed is None:
+                parsed = list(yaml.load_all(text, Loader=loader))
+            if parsed[doc] is not None:
+                out.append(parsed[doc])
     except yaml.YAMLError as e:
         raise _not_yaml(e) from None
     return out

@@ -154,3 +154,31 @@ def test_two_different_objects_for_one_file_are_refused(loader):
     (again,) = _manifests.documents(CRD.replace("A second line.", "Another second line."))
     with pytest.raises(ValueError, match="listed twice, differently"):
         _manifests.files([doc, again], _dump)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("kind: A\nmetadata: {name: a}\nspec: *nowhere\n", "found undefined alias 'nowhere'"),
+        ("kind: A\nmetadata: {name: &x a}\nspec: &x {}\n", "second occurrence"),
+        ("kind: A\nmetadata: {name: a}\nspec: !mine {}\n", "could not determine a constructor for the tag '!mine'"),
+    ],
+    ids=["undefined alias", "duplicate anchor", "unknown tag"],
+)
+def test_what_the_parser_alone_lets_through_is_refused_as_before(loader, text, problem):
+    with pytest.raises(ValueError, match="is not YAML") as e:
+        _manifests.documents(text)
+    assert problem in str(e.value)
+    with pytest.raises(ValueError) as before:
+        _manifests.load_all(text)
+    assert str(e.value).split(":")[0] == str(before.value).split(":")[0]
+
+
+def test_a_merge_key_in_the_head_is_parsed_whole(loader):
+    text = "base: &b {kind: Namespace}\n<<: *b\nmetadata: {name: gang}\n"
+    assert _manifests.documents(text) == [yaml.safe_load(text)]
+
+
+def test_anchors_are_per_document(loader):
+    text = "kind: A\nmetadata: {name: &x a}\n---\nkind: A\nmetadata: {name: &x b}\n"
+    assert [d.head["metadata"]["name"] for d in _manifests.documents(text)] == ["a", "b"]
