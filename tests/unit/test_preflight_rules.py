@@ -1,0 +1,289 @@
+"""Every role's preflight through ansible-playbook on this machine, in render-only mode (no cluster is read): the
+defaults pass, and with several rules broken at once one run fails on exactly those rules, each naming its variable,
+and nothing after the failing task runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+import yaml
+from ansible_run import BIN, REPO, ansible_env
+
+PLAY = """
+- name: A role's preflight alone
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Preflight
+      ansible.builtin.include_role:
+        name: gangsched.kubeflow.{role}
+        tasks_from: preflight
+    - name: After the preflight
+      ansible.builtin.debug:
+        msg: passed
+"""
+
+# role -> {case: (variables, [a fragment of each message that must fail, one per broken rule])}
+CASES = {
+    "gpu_device_plugin": {
+        "every rule": (
+            {
+                "gpu_device_plugin_version": "v0.17.3",
+                "gpu_device_plugin_release_name": "Bad_Name",
+                "gpu_device_plugin_namespace": "Bad",
+                "gpu_device_plugin_expected_gpus": -1,
+                "gpu_device_plugin_wait_timeout": 0,
+                "gpu_device_plugin_chart_repo_url": "",
+                "gpu_device_plugin_chart_ref": "/nonexistent/chart",
+            },
+            [
+                "gpu_device_plugin_version must be X.Y.Z without a leading v (got v0.17.3)",
+                "gpu_device_plugin_release_name must be a DNS label",
+                "gpu_device_plugin_namespace must be a DNS label",
+                "gpu_device_plugin_expected_gpus must be 0 or more",
+                "gpu_device_plugin_wait_timeout must be seconds > 0",
+                "gpu_device_plugin_chart_ref=/nonexistent/chart is no chart directory or .tgz",
+            ],
+        ),
+    },
+    "volcano": {
+        "every rule": (
+            {
+                "volcano_version": "v1.10.0",
+                "volcano_release_name": "Bad_Name",
+                "volcano_namespace": "Bad",
+                "volcano_default_queue": {"name": "Bad Queue", "weight": 0},
+                "volcano_wait_timeout": 0,
+                "volcano_chart_repo_url": "",
+                "volcano_chart_ref": "/nonexistent/chart",
+            },
+            [
+                "volcano_version must be X.Y.Z",
+                "volcano_release_name must be a DNS label",
+                "volcano_namespace must be a DNS label",
+                "volcano_default_queue.name must be a DNS name",
+                "volcano_default_queue.weight must be an integer > 0",
+                "volcano_wait_timeout must be seconds > 0",
+                "volcano_chart_ref=/nonexistent/chart is no chart directory",
+            ],
+        ),
+    },
+    "scheduler_plugins": {
+        "second mode": (
+            {
+                "scheduler_plugins_version": "v0.33.5",
+                "scheduler_plugins_profile_name": "Bad_Name",
+                "scheduler_plugins_namespace": "Bad",
+                "scheduler_plugins_permit_waiting_seconds": 0,
+                "scheduler_plugins_wait_timeout": 0,
+                "scheduler_plugins_scheduler_extra_args": ["-v=3", "--v=4"],
+                "scheduler_plugins_chart_repo_url": "",
+                "scheduler_plugins_chart_ref": "/nonexistent/chart",
+            },
+            [
+                "scheduler_plugins_version must be X.Y.Z",
+                "scheduler_plugins_profile_name must be a DNS label",
+                "scheduler_plugins_namespace must be a DNS label",
+                "scheduler_plugins_permit_waiting_seconds must be seconds > 0",
+                "scheduler_plugins_wait_timeout must be seconds > 0",
+                "each --name=value (got -v=3 among them)",
+                "scheduler_plugins_chart_ref=/nonexistent/chart is no chart directory",
+            ],
+        ),
+        "second mode as the default scheduler": (
+            {"scheduler_plugins_profile_name": "default-scheduler"},
+            ["scheduler_plugins_profile_name must not be default-scheduler with scheduler_plugins_mode=second"],
+        ),
+        "default mode": (
+            {
+                "scheduler_plugins_mode": "default",
+                "scheduler_plugins_control_plane_hosts": ["no-such-host"],
+                "scheduler_plugins_scheduler_extra_args": "--v=4",
+            },
+            [
+                "names none that is in the inventory",
+                "scheduler_plugins_scheduler_extra_args must be a list of kube-scheduler flags "
+                "(got the string '--v=4')",
+            ],
+        ),
+    },
+    "koordinator": {
+        "every rule": (
+            {
+                "koordinator_version": "1.7.0",
+                "koordinator_namespace": "Bad",
+                "koordinator_scheduler_name": "default-scheduler",
+                "koordinator_image_registry": "https://registry.example.com/",
+                "koordinator_scheduler_extra_args": ["-v=3", "--config=/mine"],
+                "koordinator_wait_timeout": 0,
+                "koordinator_crd_src": "/nonexistent",
+            },
+            [
+                "koordinator_version=1.7.0 binds no gang member",
+                "koordinator_namespace must be a DNS label",
+                "koordinator_scheduler_name must not be default-scheduler",
+                "koordinator_image_registry must be a registry",
+                "each --name=value (got -v=3 among them)",
+                "koordinator_scheduler_extra_args must not set --config=/mine",
+                "koordinator_wait_timeout must be seconds > 0",
+                "koordinator_crd_src=/nonexistent is neither an http(s) URL nor a local file or directory",
+            ],
+        ),
+        "the others": (
+            {
+                "koordinator_version": "v1.6.1",
+                "koordinator_scheduler_name": "Bad_Name",
+                "koordinator_scheduler_extra_args": "--v=4",
+                "koordinator_crd_src": "{{ playbook_dir }}",
+            },
+            [
+                "koordinator_version must be X.Y.Z",
+                "koordinator_scheduler_name must be a DNS subdomain",
+                "koordinator_scheduler_extra_args must be a list of koord-scheduler flags (got the string '--v=4')",
+                "is a directory without",
+            ],
+        ),
+    },
+    "kubeflow_gang": {
+        "every rule": (
+            {
+                "kubeflow_gang_operators": [],
+                "kubeflow_gang_scheduler_name": "Bad_Name",
+                "kubeflow_gang_wait_timeout": 0,
+            },
+            [
+                "kubeflow_gang_operators must list at least one operator",
+                "kubeflow_gang_scheduler_name must be empty (derived from the scheduler that runs) or a DNS label",
+                "kubeflow_gang_scheduler_name must be empty or volcano when kubeflow_gang_gang_scheduler=volcano",
+                "kubeflow_gang_wait_timeout must be seconds > 0",
+            ],
+        ),
+        "CRD sources": (
+            {"kubeflow_gang_training_operator_crd_src": "/nonexistent"},
+            ["kubeflow_gang_training_operator_crd_src='/nonexistent' is not a file or directory"],
+        ),
+    },
+    "trainer": {
+        "every rule": (
+            {
+                "trainer_version": "v2.2.0",
+                "trainer_jobset_version": "v0.11.1",
+                "trainer_namespace": "Bad",
+                "trainer_jobset_namespace": "Bad",
+                "trainer_wait_timeout": 0,
+                "trainer_gang_scheduler": "scheduler_plugins",
+                "trainer_gang_runtimes": [{"name": "torch-distributed", "queue": "q"}],
+            },
+            [
+                "trainer_version must be X.Y.Z",
+                "trainer_jobset_version must be X.Y.Z",
+                "trainer_namespace must be a DNS label",
+                "trainer_jobset_namespace must be a DNS label",
+                "trainer_wait_timeout must be seconds > 0",
+                "trainer_gang_runtimes sets a queue with trainer_gang_scheduler=scheduler_plugins",
+            ],
+        ),
+        "2.1": ({"trainer_version": "2.1.0"}, ["trainer_version=2.1.0 is not supported"]),
+        "release sources": (
+            {"trainer_crd_src": "/nonexistent", "trainer_jobset_webhook_src": "/nonexistent/too"},
+            [
+                "trainer_crd_src=/nonexistent is neither an http(s) URL nor a local directory",
+                "trainer_jobset_webhook_src=/nonexistent/too is neither an http(s) URL nor a local directory",
+            ],
+        ),
+        "runtimes": (
+            {"trainer_gang_runtimes": [{"gang_name": "no-name"}, {"name": "torch-distributed", "gang": "typo"}]},
+            [
+                "trainer_gang_runtimes entry {'gang_name': 'no-name'} must be a dict with name",
+                "trainer_gang_runtimes entry {'name': 'torch-distributed', 'gang': 'typo'} must be a dict",
+            ],
+        ),
+    },
+    "gang_smoke_test": {
+        "every rule": (
+            {
+                "gang_smoke_test_gang_scheduler": "kube-batch",
+                "gang_smoke_test_gpus_per_member": 0,
+                "gang_smoke_test_fit_replicas": 1,
+                "gang_smoke_test_timeout": 0,
+            },
+            [
+                "gang_smoke_test_gang_scheduler must be volcano, scheduler_plugins or koordinator (got kube-batch)",
+                "gang_smoke_test_gpus_per_member must be 1 or more",
+                "gang_smoke_test_fit_replicas must be 0 (as many as fit) or 2 or more",
+                "gang_smoke_test_timeout must be seconds > 0",
+            ],
+        ),
+        "TrainJob with Koordinator": (
+            {"gang_smoke_test_gang_scheduler": "koordinator", "gang_smoke_test_workload": "trainjob"},
+            ["gang_smoke_test_workload=trainjob cannot be tested with gang_smoke_test_gang_scheduler=koordinator"],
+        ),
+    },
+}
+
+
+def _base(tmp_path, role: str) -> dict:
+    """What the defaults leave to the user: scheduler-plugins' local chart (no repository publishes it), the
+    operators' CRD sources."""
+    if role == "scheduler_plugins":
+        chart = tmp_path / "chart"
+        chart.mkdir(exist_ok=True)
+        version = yaml.safe_load((REPO / "roles/scheduler_plugins/defaults/main.yml").read_text())
+        (chart / "Chart.yaml").write_text(
+            f"apiVersion: v2\nname: sp\nversion: {version['scheduler_plugins_version']}\n"
+        )
+        return {"scheduler_plugins_chart_ref": str(chart)}
+    if role == "kubeflow_gang":
+        crds = tmp_path / "crds.yaml"
+        crds.write_text("")
+        return {
+            "kubeflow_gang_install_operators": True,
+            "kubeflow_gang_training_operator_crd_src": str(crds),
+            "kubeflow_gang_mpi_operator_crd_src": str(crds),
+        }
+    return {}
+
+
+def _run(tmp_path, role: str, variables: dict) -> dict:
+    variables = {**_base(tmp_path, role), **variables}
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY.format(role=role))
+    extra = tmp_path / "vars.json"
+    extra.write_text(json.dumps({"gangsched_render_only": True, **variables}))
+    cmd = [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(play), "-e", f"@{extra}"]
+    out = subprocess.run(cmd, env=ansible_env(None), cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.stdout, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def _failed(item: dict) -> bool:
+    # ansible-core 2.21 leaves failed out of a loop item's result; an assert's item says evaluated_to false
+    return bool(item.get("failed")) or item.get("evaluated_to") is False
+
+
+def _tasks(data: dict) -> list[tuple[str, dict]]:
+    return [(t["task"]["name"], t["hosts"]["localhost"]) for p in data["plays"] for t in p["tasks"]]
+
+
+@pytest.mark.parametrize("role", CASES)
+def test_the_defaults_pass(tmp_path, role):
+    data = _run(tmp_path, role, {})
+    failed = [(name, h.get("msg")) for name, h in _tasks(data) if h.get("failed")]
+    assert failed == []
+    assert _tasks(data)[-1][0] == "After the preflight"
+
+
+@pytest.mark.parametrize(("role", "case"), [(r, c) for r, cases in CASES.items() for c in cases])
+def test_one_run_names_every_broken_rule(tmp_path, role, case):
+    variables, expected = CASES[role][case]
+    tasks = _tasks(_run(tmp_path, role, variables))
+    failed = [(name, h) for name, h in tasks if h.get("failed")]
+    assert len(failed) == 1, failed
+    name, result = failed[0]
+    msgs = [r["msg"] for r in result.get("results", []) if _failed(r)] or [result["msg"]]
+    assert len(msgs) == len(expected), f"{role} {case}: {name}: {msgs}"
+    for fragment in expected:
+        assert any(fragment in m for m in msgs), f"{role} {case}: no message has {fragment!r}: {msgs}"
+    assert "After the preflight" not in [n for n, _ in tasks]
