@@ -157,7 +157,17 @@ def build(cell: Cell) -> Path:
 
 def unit(venv: Path) -> tuple[bool, str]:
     p = _run(
-        [venv / "bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/plugins"],
+        # the plugins' unit tests, and every role's preflight rules through the cell's own ansible-playbook
+        [
+            venv / "bin/python",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/unit/plugins",
+            "tests/unit/test_preflight_rules.py",
+        ],
         cwd=REPO,
         timeout=900,
     )
