@@ -155,19 +155,15 @@ def build(cell: Cell) -> Path:
     return venv
 
 
+def _pytest(venv: Path, *args) -> list:
+    """The command line of the cell's pytest, without its cache."""
+    return [venv / "bin/python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+
+
 def unit(venv: Path) -> tuple[bool, str]:
     p = _run(
         # the plugins' unit tests, and every role's preflight rules through the cell's own ansible-playbook
-        [
-            venv / "bin/python",
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "tests/unit/plugins",
-            "tests/unit/test_preflight_rules.py",
-        ],
+        _pytest(venv, "tests/unit/plugins", "tests/unit/test_preflight_rules.py"),
         cwd=REPO,
         timeout=900,
     )
@@ -285,19 +281,7 @@ def lab_tests(venv: Path) -> tuple[bool, str]:
     env = {k: v for k, v in os.environ.items() if k != "GANGSCHED_LAB_REUSE"}
     env["GANGSCHED_LAB_DIR"] = str(_root() / f"lab-{venv.name}")
     p = _run(
-        [
-            venv / "bin/python",
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "2",
-            "--dist",
-            "loadfile",
-            *(f"tests/lab/modules/{t}" for t in LAB_TESTS),
-        ],
+        _pytest(venv, "-n", "2", "--dist", "loadfile", *(f"tests/lab/modules/{t}" for t in LAB_TESTS)),
         cwd=REPO,
         timeout=3600,
         env=env,
