@@ -8,7 +8,8 @@ PY     := $(VENV)/bin/python
 GANG_SCHEDULER ?= volcano
 SCHEDULER_PLUGINS_MODE ?= second
 
-demo: build collection ## the lab up (4 GPU nodes), site.yml on it (GANG_SCHEDULER=volcano|scheduler_plugins), its report
+demo: venv collection ## the lab up (4 GPU nodes), site.yml on it (GANG_SCHEDULER=volcano|scheduler_plugins|koordinator), its report; builds only what that path needs
+	$(PY) -m lab build --for $(GANG_SCHEDULER)
 	$(PY) -m lab up --reuse
 	ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(VENV)/bin/ansible-playbook -i inventories/lab playbooks/site.yml \
 	  -e gangsched_gang_scheduler=$(GANG_SCHEDULER) -e scheduler_plugins_mode=$(SCHEDULER_PLUGINS_MODE) \

@@ -13,8 +13,13 @@ from .cluster import Lab, LabError
 
 def _cmd_build(a) -> int:
     t0 = time.monotonic()
-    timings = B.build(a.only or None)
-    print(f"build done in {time.monotonic() - t0:.0f}s: " + ", ".join(f"{k} {v:.0f}s" for k, v in timings.items()))
+    names = list(a.only) + (B.units_for(a.paths) if a.paths else [])
+    timings = B.build(names or None, detail=print if a.verbose else None)
+    built = {k: v for k, v in timings.items() if v}
+    print(
+        f"build done in {time.monotonic() - t0:.0f}s"
+        + (": " + ", ".join(f"{k} {v:.0f}s" for k, v in built.items()) if built else ", everything was cached")
+    )
     print(f"binaries and artifacts under {B.cache_dir()}")
     return 0
 
@@ -112,8 +117,17 @@ def _cmd_gang_demo(a) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m lab", description="Local Kubernetes lab with fake GPU nodes.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="build every binary into the cache (skips what is built)")
+    b = sub.add_parser("build", help="build the binaries into the cache (skips what is built)")
     b.add_argument("only", nargs="*", help=f"units to build (default all): {', '.join(u.name for u in B.UNITS)}")
+    b.add_argument(
+        "--for",
+        dest="paths",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help=f"only the lab's base and the units of this path (repeatable): {', '.join(B.PATH_UNITS)}",
+    )
+    b.add_argument("--verbose", action="store_true", help="print each command and binary as it is built")
     b.set_defaults(fn=_cmd_build)
     u = sub.add_parser("up", help="start the lab")
     u.add_argument("--gpu-nodes", type=int, default=4)

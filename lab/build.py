@@ -208,6 +208,37 @@ UNITS: tuple[Unit, ...] = (
 )
 
 
+# What each path of the lab needs: the base (the control plane, KWOK, helm, the device plugin's chart and the
+# Kubeflow operators site.yml installs) and, per gang path, its own units. ``python -m lab build --for volcano``
+# builds the base and Volcano's units only, so a first `make demo` waits for no other path; `make build` (and so
+# `make test`) builds every unit.
+BASE_UNITS = ("etcd", "kubernetes", "kwok", "helm", "nvidia-device-plugin", "training-operator", "mpi-operator")
+PATH_UNITS = {
+    "volcano": ("volcano", "volcano-webhook"),
+    "scheduler_plugins": ("scheduler-plugins",),
+    "koordinator": ("koordinator",),
+    "trainer": ("trainer", "jobset"),
+}
+
+
+def units_for(paths: list[str]) -> list[str]:
+    """The units the base and ``paths`` need, in build order; unknown paths are refused with the known ones.
+
+    >>> units_for(["volcano"])[-2:]
+    ['volcano', 'volcano-webhook']
+    """
+    unknown = [p for p in paths if p not in PATH_UNITS]
+    if unknown:
+        raise BuildError(f"unknown lab path(s) {', '.join(unknown)}: choose among {', '.join(PATH_UNITS)}")
+    wanted = set(BASE_UNITS).union(*(PATH_UNITS[p] for p in paths))
+    return [u.name for u in UNITS if u.name in wanted]
+
+
+def built(unit: Unit) -> bool:
+    """Whether the cache holds this unit's binaries and artifacts."""
+    return (bin_dir(unit) / ".done").exists() and (artifacts_dir(unit) / ".done").exists()
+
+
 def go_env(unit: Unit | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.update({"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -buildvcs=false"})
@@ -343,7 +374,7 @@ def build_unit(unit: Unit, log=print) -> bool:
     """Build one unit; return True when something was built, False when the cache already had it."""
     done = bin_dir(unit) / ".done"
     adone = artifacts_dir(unit) / ".done"
-    if done.exists() and adone.exists():
+    if built(unit):
         return False
     env = go_env(unit)
     src = cache_dir() / "src" / unit.key
@@ -402,19 +433,35 @@ def build_unit(unit: Unit, log=print) -> bool:
     return True
 
 
-def build(names: list[str] | None = None, log=print) -> dict[str, float]:
+def build(names: list[str] | None = None, log=print, detail=None) -> dict[str, float]:
+    """Build ``names`` (default: every unit), skipping what the cache has.
+
+    ``log`` gets one line per unit, with its time and what is left; ``detail`` (default: nothing) each command
+    run and each binary built."""
     if shutil.which("go") is None:
         raise BuildError("go is not on PATH; install Go >= 1.24 (the lab builds Kubernetes from Go modules)")
-    timings = {}
-    for unit in UNITS:
-        if names and unit.name not in names:
-            continue
+    unknown = sorted(set(names or ()) - {u.name for u in UNITS})
+    if unknown:
+        raise BuildError(f"unknown unit(s) {', '.join(unknown)}: choose among {', '.join(u.name for u in UNITS)}")
+    todo = [u for u in UNITS if not names or u.name in names]
+    cached = [u.name for u in todo if built(u)]
+    if cached:
+        log(f"[build] cached: {', '.join(cached)}")
+    todo = [u for u in todo if u.name not in cached]
+    timings = dict.fromkeys(cached, 0.0)
+    t_all = time.monotonic()
+    for i, unit in enumerate(todo, 1):
         t0 = time.monotonic()
-        log(f"[build] {unit.name} {unit.version}")
-        built = build_unit(unit, log)
+        try:
+            build_unit(unit, detail or (lambda *_: None))
+        except BuildError as e:
+            raise BuildError(f"{unit.name} {unit.version} did not build: {e}") from e
         timings[unit.name] = time.monotonic() - t0
-        if not built:
-            log("  cached")
+        left = [u.name for u in todo[i:]]
+        log(
+            f"[build {i}/{len(todo)}] {unit.name} {unit.version}: {timings[unit.name]:.0f}s "
+            f"(total {time.monotonic() - t_all:.0f}s; " + (f"left: {', '.join(left)})" if left else "done)")
+        )
     return timings
 
 

@@ -162,6 +162,10 @@ class Lab:
         built for it, the static pod manifest dir): ``inventories/lab`` reads it."""
 
         def art(unit: str, sub: str) -> str:
+            # a path not built yet (`python -m lab build --for <path>` builds only what one path needs) is where
+            # its build puts it, so a lab brought up first serves that path once it is built
+            if not build.built(build.unit_by_name(unit)):
+                return str(build.artifacts_dir(build.unit_by_name(unit)) / sub)
             return str(build.artifact_path(unit, sub))
 
         facts = {

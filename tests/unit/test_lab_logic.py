@@ -85,6 +85,63 @@ def test_binary_path_of_unbuilt_binary_says_how_to_build(tmp_path, monkeypatch):
         build.binary_path("kube-apiserver")
 
 
+def test_units_for_a_path_are_the_base_and_its_own_in_build_order():
+    volcano = build.units_for(["volcano"])
+    assert set(volcano) == set(build.BASE_UNITS) | {"volcano", "volcano-webhook"}
+    assert volcano == [u.name for u in build.UNITS if u.name in volcano]
+    # the default demo waits for no other path's units
+    assert not {"scheduler-plugins", "koordinator", "trainer", "jobset"} & set(volcano)
+    both = build.units_for(["koordinator", "trainer"])
+    assert {"koordinator", "trainer", "jobset"} <= set(both) and "volcano" not in both
+    # every unit belongs to the base or to a path: `make build` and the paths together build the same set
+    assert set(build.units_for(list(build.PATH_UNITS))) == {u.name for u in build.UNITS}
+
+
+def test_units_for_an_unknown_path_names_the_known_ones():
+    with pytest.raises(build.BuildError, match="unknown lab path.*volcanoo.*choose among volcano, scheduler_plugins"):
+        build.units_for(["volcanoo"])
+
+
+def test_build_prints_one_line_per_unit_with_its_time_and_what_is_left(tmp_path, monkeypatch):
+    monkeypatch.setenv("GANGSCHED_LAB_CACHE", str(tmp_path))
+    done = []
+    monkeypatch.setattr(build, "build_unit", lambda unit, log: done.append(unit.name))
+    monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/go")
+    kwok = build.unit_by_name("kwok")
+    (build.bin_dir(kwok)).mkdir(parents=True)
+    (build.bin_dir(kwok) / ".done").write_text("x")
+    build.artifacts_dir(kwok).mkdir(parents=True)
+    (build.artifacts_dir(kwok) / ".done").write_text("x")
+    lines = []
+    timings = build.build(["etcd", "kwok", "helm"], log=lines.append)
+    assert done == ["etcd", "helm"]
+    assert timings["kwok"] == 0.0 and set(timings) == {"etcd", "kwok", "helm"}
+    assert lines[0] == "[build] cached: kwok"
+    assert lines[1].startswith(f"[build 1/2] etcd {build.unit_by_name('etcd').version}: ")
+    assert lines[1].endswith("left: helm)")
+    assert lines[2].startswith("[build 2/2] helm ") and lines[2].endswith("done)")
+    assert len(lines) == 3
+
+
+def test_build_of_an_unknown_unit_is_refused_before_anything_builds(monkeypatch):
+    monkeypatch.setattr(build, "build_unit", lambda unit, log: pytest.fail("built"))
+    monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/go")
+    with pytest.raises(build.BuildError, match="unknown unit.*kubernets"):
+        build.build(["etcd", "kubernets"])
+
+
+def test_a_failed_unit_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("GANGSCHED_LAB_CACHE", str(tmp_path))
+
+    def fail(unit, log):
+        raise build.BuildError("command failed in /x: go build")
+
+    monkeypatch.setattr(build, "build_unit", fail)
+    monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/go")
+    with pytest.raises(build.BuildError, match=r"^helm v\S+ did not build: command failed"):
+        build.build(["helm"], log=lambda *_: None)
+
+
 @pytest.mark.parametrize(
     ("image", "repo", "binary"),
     [
