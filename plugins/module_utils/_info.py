@@ -341,23 +341,25 @@ def trainer_controllers(found: list[dict], started: list[str | None]) -> list[di
     return out
 
 
-def sp_gang_kinds(ops: list[dict]) -> dict:
-    """(kind, apiVersion) -> operator, of the Kubeflow v1 job kinds an operator gang-schedules on
-    scheduler-plugins (its gang flag names a scheduler other than volcano): it makes each such job a
-    PodGroup scheduling.x-k8s.io named after the job. ``ops``: ``operator_facts`` (with ``_container``)."""
+def gang_kinds(ops: list[dict]) -> dict:
+    """(kind, apiVersion) -> {gang scheduler: operator}, of the Kubeflow v1 job kinds an operator gang-schedules:
+    ``volcano`` when its gang flag says volcano (a PodGroup scheduling.volcano.sh), else ``scheduler_plugins`` (a
+    PodGroup scheduling.x-k8s.io); either way the PodGroup is named after the job. ``ops``: ``operator_facts``
+    (with ``_container``)."""
     out: dict = {}
     for o in ops:
         v = o["gang_value"]
-        if not v or v == "volcano":
+        if not v:
             continue
+        gang = "volcano" if v == "volcano" else "scheduler_plugins"
         label = _operators.OPERATORS[o["operator"]]["label"]
         if o["operator"] == "training_operator":
             schemes = _operators.enabled_schemes(o["_container"])
             for kind in _workloads.REPLICA_SPECS:
                 if schemes is None or kind.lower() in schemes:
-                    out.setdefault((kind, "kubeflow.org/v1"), label)
+                    out.setdefault((kind, "kubeflow.org/v1"), {}).setdefault(gang, label)
         elif o["operator"] == "mpi_operator":
-            out.setdefault(("MPIJob", _workloads.JOB_API["MPIJob"]), label)
+            out.setdefault(("MPIJob", _workloads.JOB_API["MPIJob"]), {}).setdefault(gang, label)
     return out
 
 
@@ -384,9 +386,8 @@ def trainer_info(
     client, found: list[dict], started: list[str | None], schedulers: list[dict], crds: dict, ops: list[dict]
 ):
     """Kubeflow Trainer v2: (its facts, its problems). One CRD read when Trainer is not installed; else
-    one list per runtime kind and one of TrainJobs, and, only when a TrainJob on a coscheduling runtime
-    could share its PodGroup with a Kubeflow v1 job, one list per job kind an operator gangs on
-    scheduler-plugins."""
+    one list per runtime kind and one of TrainJobs, and, only when a TrainJob on a gang runtime could
+    share its PodGroup with a Kubeflow v1 job, one list per job kind an operator gangs on that same scheduler."""
     controllers = trainer_controllers(found, started)
     crd = _service.crd(client, _runtimes.TRAINJOB_CRD)
     facts = {"installed": _service.crd_established(crd), "controllers": controllers, "runtimes": []}
@@ -414,21 +415,22 @@ def trainer_info(
     probs += _runtimes.podgroup_crd_problems(runtimes, crd_of, controllers)
     for v in sorted({c["version"] for c in controllers if c["version"]}):
         probs += _runtimes.resources_per_node_problems(v, trainjobs, runtimes)
-    kinds = sp_gang_kinds(ops)
-    if kinds and any(
-        _runtimes.gang_policy(_runtimes.runtime_of(tj, runtimes) or {}) == "coscheduling" for tj in trainjobs
-    ):
+    # the gangs TrainJobs make PodGroups of, and the v1 job kinds an operator makes PodGroups of on the same gang
+    policies = {_runtimes.gang_policy(_runtimes.runtime_of(tj, runtimes) or {}) for tj in trainjobs}
+    trainjob_gangs = {_runtimes.GANG_OF_POLICY.get(p) for p in policies}
+    kinds = {k: by_gang for k, by_gang in gang_kinds(ops).items() if trainjob_gangs & set(by_gang)}
+    if kinds:
         jobs = []
-        for (kind, api_version), label in sorted(kinds.items()):
+        for (kind, api_version), by_gang in sorted(kinds.items()):
             jobs += _scan_or_empty(
                 client,
                 f"/apis/{api_version}/{kind.lower()}s",
                 f"{kind}s (all namespaces)",
-                lambda j, kind=kind, label=label: {
+                lambda j, kind=kind, by_gang=by_gang: {
                     "kind": kind,
                     "namespace": (j.get("metadata") or {}).get("namespace"),
                     "name": (j.get("metadata") or {}).get("name"),
-                    "operator": label,
+                    "operators": by_gang,
                 },
             )
         probs += _runtimes.name_clash_problems(trainjobs, runtimes, jobs)

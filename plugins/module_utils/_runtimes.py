@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import copy
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _podgroups
+
 GROUP = "trainer.kubeflow.org"
 KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"  # the runtime annotation Trainer gives the PodGroup
@@ -593,10 +595,11 @@ def runtime_of(trainjob: dict, runtimes: list[dict]) -> dict | None:
 
 
 def name_clash_problems(trainjobs: list[dict], runtimes: list[dict], jobs: list[dict]) -> list[dict]:
-    """A TrainJob on a coscheduling runtime and a Kubeflow v1 job of the same name in one namespace,
-    gang-scheduled by scheduler-plugins too: both own the one PodGroup scheduling.x-k8s.io <ns>/<name>.
-    ``jobs``: the v1 jobs whose operator gangs them on scheduler-plugins, each {kind, namespace, name,
-    operator}."""
+    """A TrainJob on a gang runtime and a Kubeflow v1 job of the same name in one namespace, gang-scheduled on
+    the same scheduler: both controllers name their PodGroup after their job (Trainer after the TrainJob,
+    training-operator and mpi-operator after theirs), so both own the one PodGroup <group> <ns>/<name> and
+    each writes its minMember over the other's. ``jobs``: each {kind, namespace, name, operators: {gang
+    scheduler (volcano, scheduler_plugins): the operator that gangs this kind on it}}."""
     by_key: dict[tuple, list[dict]] = {}
     for j in jobs:
         by_key.setdefault((j["namespace"], j["name"]), []).append(j)
@@ -604,17 +607,20 @@ def name_clash_problems(trainjobs: list[dict], runtimes: list[dict], jobs: list[
     for tj in trainjobs:
         md = tj.get("metadata") or {}
         key = (md.get("namespace"), md.get("name"))
-        if key not in by_key or gang_policy(runtime_of(tj, runtimes) or {}) != "coscheduling":
-            continue
-        for j in by_key[key]:
+        policy = gang_policy(runtime_of(tj, runtimes) or {})
+        gang = GANG_OF_POLICY.get(policy)
+        for j in by_key.get(key, ()) if gang else ():
+            operator = j["operators"].get(gang)
+            if not operator:
+                continue
             ns, name = key
             out.append(
                 {
                     "object": f"TrainJob {ns}/{name}",
                     "message": f"TrainJob {ns}/{name} and {j['kind']} {ns}/{name} are both gang-scheduled by "
-                    f"scheduler-plugins ({j['operator']} for the {j['kind']}) and share one PodGroup, "
-                    f"scheduling.x-k8s.io {ns}/{name}: each controller writes its minMember over the other's, so "
-                    "either job can start partially",
+                    f"{POLICY_SCHEDULER[policy]} ({operator} for the {j['kind']}) and share one PodGroup, "
+                    f"{_podgroups.group(gang)} {ns}/{name}: each controller writes its minMember over the other's, "
+                    "so either job can start partially",
                     "fix": f"rename one of them: delete the TrainJob or the {j['kind']} and create it again under "
                     "another name",
                 }

@@ -31,8 +31,9 @@ description:
     policy in use missing, or created after Trainer's pod started (Trainer watches PodGroups only when their
     CRD exists at its start; the fix is a rollout restart of its Deployment); containers of a gang runtime
     with limits but no requests (the PodGroup's minResources comes out empty); a TrainJob and a Kubeflow v1
-    job (PyTorchJob, TFJob, MPIJob, ...) of the same name in one namespace both gang-scheduled by
-    scheduler-plugins (they share one PodGroup, whose minMember each controller overwrites); and Trainer
+    job (PyTorchJob, TFJob, MPIJob, ...) of the same name in one namespace both gang-scheduled by the same
+    scheduler, Volcano or scheduler-plugins (each controller names its PodGroup after its job, so they share
+    one, whose minMember each controller overwrites); and Trainer
     v2.1.x with a TrainJob that sets C(trainer.resourcesPerNode), which that version leaves out of the
     PodGroup's minResources.
   - Trainer's runtimes and TrainJobs are read only when its CRD C(trainjobs.trainer.kubeflow.org) exists

@@ -298,25 +298,37 @@ def test_the_pod_scan_keeps_start_times_of_trainers_pods_only():
 
 
 @pytest.mark.parametrize(
-    "ops,kinds",
+    "ops,kinds,gang",
     [
-        ([("training_operator", "gang", ["/manager"])], 6),
-        ([("training_operator", "gang", ["/manager", "--enable-scheme=pytorchjob,tfjob"])], 2),
-        ([("training_operator", "volcano", ["/manager"])], 0),  # Volcano's PodGroups
-        ([("training_operator", None, ["/manager"])], 0),  # no gang
-        ([("mpi_operator", "gang", [])], 1),
-        ([("tf_operator", "true", [])], 0),  # kube-batch
+        ([("training_operator", "gang", ["/manager"])], 6, "scheduler_plugins"),
+        ([("training_operator", "gang", ["/manager", "--enable-scheme=pytorchjob,tfjob"])], 2, "scheduler_plugins"),
+        ([("training_operator", "volcano", ["/manager"])], 6, "volcano"),  # Volcano's PodGroups, named alike
+        ([("training_operator", None, ["/manager"])], 0, None),  # no gang
+        ([("mpi_operator", "gang", [])], 1, "scheduler_plugins"),
+        ([("mpi_operator", "volcano", [])], 1, "volcano"),
+        ([("tf_operator", "true", [])], 0, None),  # kube-batch
     ],
-    ids=["training-operator", "enable-scheme", "volcano", "no-gang", "mpi-operator", "tf-operator"],
+    ids=["training-operator", "enable-scheme", "volcano", "no-gang", "mpi-operator", "mpi-operator-volcano", "tf"],
 )
-def test_kinds_gang_scheduled_on_scheduler_plugins(ops, kinds):
+def test_kinds_gang_scheduled_by_an_operator(ops, kinds, gang):
     facts = [{"operator": op, "gang_value": v, "_container": {"command": cmd}} for op, v, cmd in ops]
-    got = _info.sp_gang_kinds(facts)
+    got = _info.gang_kinds(facts)
     assert len(got) == kinds, got
+    assert all(set(by_gang) == {gang} for by_gang in got.values()), got
     if ops[0][0] == "mpi_operator":
-        assert got == {("MPIJob", "kubeflow.org/v2beta1"): "mpi-operator"}
+        assert got == {("MPIJob", "kubeflow.org/v2beta1"): {gang: "mpi-operator"}}
     if kinds == 2:
         assert sorted(got) == [("PyTorchJob", "kubeflow.org/v1"), ("TFJob", "kubeflow.org/v1")]
+
+
+def test_kinds_of_two_operators_on_two_schedulers_keep_both():
+    facts = [
+        {"operator": "training_operator", "gang_value": "volcano", "_container": {"command": ["/manager"]}},
+        {"operator": "mpi_operator", "gang_value": "scheduler-plugins-scheduler", "_container": {}},
+    ]
+    got = _info.gang_kinds(facts)
+    assert got[("PyTorchJob", "kubeflow.org/v1")] == {"volcano": "training-operator"}
+    assert got[("MPIJob", "kubeflow.org/v2beta1")] == {"scheduler_plugins": "mpi-operator"}
 
 
 def test_gang_info_reads_one_crd_more_when_trainer_is_not_installed():

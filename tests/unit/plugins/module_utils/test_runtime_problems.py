@@ -229,7 +229,14 @@ def _trainjob(ns, name, runtime="torch", kind="ClusterTrainingRuntime", resource
     return tj
 
 
-PYTORCHJOB = {"kind": "PyTorchJob", "namespace": "team-a", "name": "llm", "operator": "training-operator"}
+PYTORCHJOB = {
+    "kind": "PyTorchJob",
+    "namespace": "team-a",
+    "name": "llm",
+    "operators": {"scheduler_plugins": "training-operator"},
+}
+VC_PYTORCHJOB = {**PYTORCHJOB, "operators": {"volcano": "training-operator"}}
+VC_MPIJOB = {**PYTORCHJOB, "kind": "MPIJob", "operators": {"volcano": "mpi-operator"}}
 RUNTIMES = [
     _runtime(),
     _runtime(name="vc", policy="volcano", names=("volcano",)),
@@ -241,22 +248,28 @@ RUNTIMES = [
 @pytest.mark.parametrize(
     "trainjob,jobs,clash",
     [
-        (_trainjob("team-a", "llm"), [PYTORCHJOB], True),
-        (_trainjob("team-a", "llm", "local", "TrainingRuntime"), [PYTORCHJOB], True),
-        (_trainjob("team-a", "llm"), [{**PYTORCHJOB, "namespace": "team-b"}], False),  # another namespace
-        (_trainjob("team-a", "llm"), [{**PYTORCHJOB, "name": "llm-2"}], False),  # another name
-        (_trainjob("team-a", "llm", "vc"), [PYTORCHJOB], False),  # Volcano's PodGroup, not scheduler-plugins'
-        (_trainjob("team-a", "llm", "plain"), [PYTORCHJOB], False),  # no PodGroup for the TrainJob
-        (_trainjob("team-a", "llm", "missing"), [PYTORCHJOB], False),  # runtime not found
-        (_trainjob("team-b", "llm", "local", "TrainingRuntime"), [{**PYTORCHJOB, "namespace": "team-b"}], False),
-        (_trainjob("team-a", "llm"), [], False),
+        (_trainjob("team-a", "llm"), [PYTORCHJOB], "scheduler_plugins"),
+        (_trainjob("team-a", "llm", "local", "TrainingRuntime"), [PYTORCHJOB], "scheduler_plugins"),
+        (_trainjob("team-a", "llm", "vc"), [VC_PYTORCHJOB], "volcano"),  # Volcano's PodGroup, named alike
+        (_trainjob("team-a", "llm", "vc"), [VC_MPIJOB], "volcano"),
+        (_trainjob("team-a", "llm"), [{**PYTORCHJOB, "namespace": "team-b"}], None),  # another namespace
+        (_trainjob("team-a", "llm"), [{**PYTORCHJOB, "name": "llm-2"}], None),  # another name
+        (_trainjob("team-a", "llm", "vc"), [PYTORCHJOB], None),  # one PodGroup each, in two API groups
+        (_trainjob("team-a", "llm"), [VC_PYTORCHJOB], None),
+        (_trainjob("team-a", "llm", "plain"), [PYTORCHJOB, VC_PYTORCHJOB], None),  # no PodGroup for the TrainJob
+        (_trainjob("team-a", "llm", "missing"), [PYTORCHJOB], None),  # runtime not found
+        (_trainjob("team-b", "llm", "local", "TrainingRuntime"), [{**PYTORCHJOB, "namespace": "team-b"}], None),
+        (_trainjob("team-a", "llm"), [], None),
     ],
     ids=[
         "clash",
         "clash-namespaced-runtime",
+        "clash-volcano",
+        "clash-volcano-mpijob",
         "other-namespace",
         "other-name",
-        "volcano-runtime",
+        "volcano-runtime-sp-job",
+        "sp-runtime-volcano-job",
         "no-policy",
         "unknown-runtime",
         "runtime-of-another-namespace",
@@ -265,12 +278,15 @@ RUNTIMES = [
 )
 def test_name_clash_problems(trainjob, jobs, clash):
     probs = _runtimes.name_clash_problems([trainjob], RUNTIMES, jobs)
-    assert bool(probs) is clash, probs
+    assert bool(probs) is bool(clash), probs
     if clash:
         (p,) = probs
+        (job,) = jobs
+        group = {"volcano": "scheduling.volcano.sh", "scheduler_plugins": "scheduling.x-k8s.io"}[clash]
         assert p["object"] == "TrainJob team-a/llm"
-        assert "PyTorchJob team-a/llm" in p["message"] and "scheduling.x-k8s.io team-a/llm" in p["message"]
-        assert "training-operator" in p["message"] and p["fix"].startswith("rename one of them")
+        assert f"{job['kind']} team-a/llm" in p["message"] and f"{group} team-a/llm" in p["message"]
+        assert job["operators"][clash] in p["message"] and p["fix"].startswith("rename one of them")
+        assert ("Volcano" in p["message"]) is (clash == "volcano")
 
 
 # ---- Trainer v2.1.x and resourcesPerNode -------------------------------------------------------------
