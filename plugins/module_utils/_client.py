@@ -17,6 +17,7 @@ import os
 import threading
 import time
 import traceback
+from urllib.parse import urlsplit, urlunsplit
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import (
     ApiError,
@@ -38,7 +39,7 @@ except ImportError:
     K8S_CORE_IMPORT_ERROR = traceback.format_exc()
 
 try:
-    from kubernetes.client import ApiClient
+    from kubernetes.client import ApiClient, Configuration
     from kubernetes.dynamic import DynamicClient
 
     HAS_KUBERNETES = True
@@ -151,6 +152,80 @@ def why_unreachable(exc: BaseException, timeout: float) -> str:
     if any(isinstance(e, ConnectionRefusedError) for e in _chain(exc)) or _refused(exc):
         return "no connection could be made"
     return f"the connection failed ({names[-1] if names else 'unknown'})"
+
+
+_IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+
+def _option(auth: dict, name: str, alias: str = ""):
+    """An authentication option as kubernetes.core reads it: the option, else its K8S_AUTH_* variable."""
+    value = auth.get(name)
+    if value is None:
+        value = os.environ.get(f"K8S_AUTH_{name.upper()}") or (alias and os.environ.get(f"K8S_AUTH_{alias.upper()}"))
+    return value or None
+
+
+def _public_url(url) -> str:
+    """``url`` without a trailing slash and without user information (user:password@ is a credential)."""
+    text = str(url or "").strip().rstrip("/")
+    if "@" not in text:
+        return text
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return ""
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def _kubeconfig_target(kubeconfig, context) -> tuple[str, str]:
+    """The server and the name of the context the ``kubernetes`` client loads from ``kubeconfig`` (a path,
+    several joined by ``:``, a dict, or None: $KUBECONFIG or ~/.kube/config) for ``context`` (None: the
+    current one), read with the client's own merge rules and without its credentials."""
+    from kubernetes.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION, ConfigNode, KubeConfigMerger
+
+    if isinstance(kubeconfig, dict):
+        config = ConfigNode("kube-config", kubeconfig)
+    else:
+        config = KubeConfigMerger(kubeconfig or KUBE_CONFIG_DEFAULT_LOCATION).config
+    name = context or config.safe_get("current-context")
+    cluster_name = config["contexts"].get_with_name(name)["context"]["cluster"]
+    return config["clusters"].get_with_name(cluster_name)["cluster"].safe_get("server") or "", name
+
+
+def api_target(auth: dict) -> tuple[str, str]:
+    """The URL of the API server and the kubeconfig context that kubernetes.core's client for the options
+    ``auth`` uses, decided as it decides (host with credentials: no kubeconfig; else the kubeconfig, or
+    in a pod its service account, with host over the kubeconfig's server), for messages. Neither is a
+    secret, unlike the kubeconfig's path, which Ansible masks in a task's output as the value of a no_log
+    option. Empty where it cannot be told: loading the configuration then fails with its own message."""
+    host = _option(auth, "host")
+    credentials = (
+        _option(auth, "api_key")
+        or (_option(auth, "username") and _option(auth, "password"))
+        or (_option(auth, "client_cert", "cert_file") and _option(auth, "client_key", "key_file"))
+    )
+    if host and credentials:
+        return _public_url(host), ""
+    kubeconfig, context = _option(auth, "kubeconfig"), _option(auth, "context")
+    pod_host, pod_port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
+    if not kubeconfig and not context and pod_host and pod_port and os.path.isfile(_IN_CLUSTER_TOKEN):
+        in_pod = f"https://[{pod_host}]:{pod_port}" if ":" in pod_host else f"https://{pod_host}:{pod_port}"
+        return _public_url(host or in_pod), ""
+    try:
+        server, context = _kubeconfig_target(kubeconfig, context)
+    except Exception:  # noqa: BLE001 - a kubeconfig the client cannot load either: its own error says why
+        server = ""
+    return _public_url(host or server), str(context or "")
+
+
+def api_named(server: str, context: str = "") -> str:
+    """'the Kubernetes API at https://10.0.0.1:6443 (context prod)', as much of it as is known."""
+    text = "the Kubernetes API"
+    if server:
+        text += f" at {server}"
+    if context:
+        text += f" (context {context})"
+    return text
 
 
 def stream_items(chunks, keep=None) -> list:
@@ -305,11 +380,12 @@ class Client:
     HTTP response on every client version kubernetes.core supports; nothing here relies on the
     argument shape of generated code."""
 
-    def __init__(self, api, server: str = "", timeout: float = DEFAULT_TIMEOUT):
+    def __init__(self, api, server: str = "", timeout: float = DEFAULT_TIMEOUT, context: str = ""):
         if isinstance(api, ApiClient):  # a generated-code client (the lab's tests): its public dynamic layer
             api = DynamicClient(api)
         self.api = api
-        self.server = server or getattr(getattr(api, "configuration", None), "host", "")
+        self.server = _public_url(server or getattr(getattr(api, "configuration", None), "host", ""))
+        self.context = context
         self.timeout = float(timeout)
         self.retry_for = float(timeout)
 
@@ -326,9 +402,14 @@ class Client:
             value = auth.get(option)
             if value and not os.path.isfile(os.path.expanduser(str(value))):
                 raise GangError(f"{option} {value} not found or not a file; set {option} to a readable PEM file")
-        host = auth.get("host") or os.environ.get("K8S_AUTH_HOST")
-        where = f"at {host}" if host else (f"of kubeconfig {kubeconfig}" if isinstance(kubeconfig, str) else "")
+        # named by its server and context: the kubeconfig's path is a no_log option's value, masked in the output
+        server, context = api_target(auth)
+        api = api_named(server, context)
         fix = "check kubeconfig/context/host (or K8S_AUTH_*) and that the API server is up, or raise api_timeout"
+        # from a clean slate, as in a module's own process: loading a kubeconfig makes it the kubernetes client's
+        # process-wide default, with a token's refresh hook that rewrites host and credentials on each call, and
+        # the next client made in this process (a loop's next item in Ansible's worker) would start from it
+        Configuration.set_default(None)
         try:
             k8s = _bounded(lambda: get_api_client(**auth), timeout)
         except _config_errors() as e:
@@ -342,14 +423,14 @@ class Client:
             if status:
                 body = getattr(e, "body", "")
                 raise GangError(
-                    _status_message(status, body, "read", "the API's version", host or "the API server")
+                    _status_message(status, body, "read", "the API's version", server or "the API server")
                 ) from e
-            raise GangError(f"Failed to reach the Kubernetes API {where}: {why_unreachable(e, timeout)}; {fix}") from e
+            raise GangError(f"Failed to reach {api}: {why_unreachable(e, timeout)}; {fix}") from e
         except _transport_errors() as e:
-            raise GangError(f"Failed to reach the Kubernetes API {where}: {why_unreachable(e, timeout)}; {fix}") from e
+            raise GangError(f"Failed to reach {api}: {why_unreachable(e, timeout)}; {fix}") from e
         if k8s is None:
-            raise GangError(f"The Kubernetes API {where} did not answer within {timeout:g}s (api_timeout); {fix}")
-        return cls(k8s.client, k8s.configuration.host, timeout)
+            raise GangError(f"{api[0].upper()}{api[1:]} did not answer within {timeout:g}s (api_timeout); {fix}")
+        return cls(k8s.client, k8s.configuration.host, timeout, context)
 
     def request(
         self,
@@ -389,6 +470,9 @@ class Client:
         """The raw response (urllib3), or the API's or the transport's error as ApiError. Anything else
         (a bug) is not caught here: it fails the module as an internal error, never retried."""
         verb = _VERBS.get(method, method.lower())
+        if not isinstance(timeout, tuple):
+            # (connect, read): the client's REST layer bounds a call by an int or a pair only, and ignores a float
+            timeout = (timeout, timeout)
         try:
             return self.api.request(
                 method,
@@ -411,7 +495,7 @@ class Client:
     def _unreachable(self, method, path, e, timeout) -> ApiError:
         t = timeout[1] if isinstance(timeout, tuple) else timeout
         why = why_unreachable(e, t)
-        err = ApiError(f"Failed to reach the Kubernetes API at {self.server} ({method} {path}): {why}", 0, why)
+        err = ApiError(f"Failed to reach {api_named(self.server, self.context)} for {method} {path}: {why}", 0, why)
         err.refused = _refused(e)
         return err
 
@@ -434,10 +518,14 @@ class Client:
             return decode(resp)
         except _transport_errors() as e:  # the body broke off (API server restart, read timeout)
             why = why_unreachable(e, timeout[1] if isinstance(timeout, tuple) else timeout)
-            raise ApiError(f"Failed to read {what or path} from {self.server}: {why}", 0, why) from e
+            raise ApiError(
+                f"Failed to read {what or path} from {api_named(self.server, self.context)}: {why}", 0, why
+            ) from e
         except ValueError as e:  # not JSON, or the list ended inside its items
             why = "the answer is not a whole JSON document"
-            raise ApiError(f"Failed to read {what or path} from {self.server}: {why}", 0, why) from e
+            raise ApiError(
+                f"Failed to read {what or path} from {api_named(self.server, self.context)}: {why}", 0, why
+            ) from e
         finally:
             resp.release_conn()
 
@@ -519,6 +607,13 @@ class Client:
             for line in _lines(resp):
                 yield json.loads(line)
         except (ValueError, *_transport_errors()) as e:  # the stream broke (API server restart): caller re-lists
-            raise ApiError(f"Watch of {what or path} broke: {type(e).__name__}", 0, str(e)) from e
+            why = (
+                "an event is not JSON"
+                if isinstance(e, ValueError)
+                else why_unreachable(e, timeout_seconds + self.timeout)
+            )
+            raise ApiError(
+                f"Watch of {what or path} on {api_named(self.server, self.context)} broke: {why}", 0, why
+            ) from e
         finally:
             resp.release_conn()
