@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 # Private to this collection: options and attributes every module that talks to the Kubernetes API has next
-# to kubernetes.core's authentication options. May change without notice.
+# to the connection options of _k8s_auth. May change without notice.
 
 from __future__ import annotations
 

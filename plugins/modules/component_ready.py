@@ -22,7 +22,7 @@ description:
 author:
   - gangsched.kubeflow maintainers (@gangsched)
 extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
+  - gangsched.kubeflow._k8s_auth
   - gangsched.kubeflow._api
   - gangsched.kubeflow._attributes
 attributes:
