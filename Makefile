@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo scheduler-demo collection test compat venv build up down status lint bench clean sanity molecule tarball changelog
+.PHONY: demo scheduler-demo collection test compat minor venv build up down status lint bench clean sanity molecule tarball changelog
 
 GANG_SCHEDULER ?= volcano
 SCHEDULER_PLUGINS_MODE ?= second
@@ -27,13 +27,32 @@ collection: ## the checkout as the collection gangsched.kubeflow (.collections/a
 TEST_LANES = \
   'unit-lab=$(PY) -m pytest -q -rfE -n 2 --dist loadfile tests/unit tests/lab; compat=$(PY) tests/compat.py oldest newest' \
   'playbooks=$(PY) -m pytest -q -rfE -n 2 --dist loadfile tests/playbooks' \
-  'lint-sanity=$(MAKE) --no-print-directory lint sanity; molecule=$(MAKE) --no-print-directory molecule'
+  'lint-sanity=$(MAKE) --no-print-directory lint sanity; molecule=$(MAKE) --no-print-directory molecule; k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33'
 
 test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks and every Molecule scenario, in lanes side by side; each stage's time
 	$(PY) tests/lanes.py $(TEST_LANES)
 
 compat: build ## the supported-versions matrix: a venv per cell (Python, ansible-core, kubernetes client, kubernetes.core), unit tests and a lab check in each
 	$(PY) tests/compat.py $(CELLS)
+
+# The collection on another Kubernetes minor than the lab's default (1.37): its control plane built on first use,
+# then site.yml with Volcano and its smoke test, scheduler-plugins in both modes (within the version-skew policy
+# there), and the compat lab check, each on a fresh lab of that minor.
+MINOR ?= 1.33
+MINOR_TESTS = tests/playbooks/test_site_volcano.py::test_check_mode_on_a_fresh_lab_changes_nothing \
+  tests/playbooks/test_site_volcano.py::test_site_installs_the_chain_and_proves_it \
+  tests/playbooks/test_site_volcano.py::test_second_run_changes_nothing \
+  tests/playbooks/test_site_volcano.py::test_gang_info_sees_no_problem \
+  tests/playbooks/test_site_volcano.py::test_uninstall_puts_the_operators_back \
+  tests/playbooks/test_site_scheduler_plugins.py::test_second_scheduler \
+  tests/playbooks/test_site_scheduler_plugins.py::test_second_scheduler_uninstall \
+  tests/playbooks/test_site_scheduler_plugins.py::test_default_scheduler_and_restore
+
+minor: venv collection ## the collection on Kubernetes $(MINOR) (MINOR=1.33): site.yml with Volcano and its proof, scheduler-plugins, the compat lab check
+	-GANGSCHED_LAB_KUBERNETES=$(MINOR) $(PY) -m lab down
+	GANGSCHED_LAB_KUBERNETES=$(MINOR) $(PY) -m lab build --for volcano --for scheduler_plugins
+	GANGSCHED_LAB_KUBERNETES=$(MINOR) $(PY) -m pytest -q -rfE -p no:cacheprovider $(MINOR_TESTS)
+	GANGSCHED_LAB_KUBERNETES=$(MINOR) $(PY) tests/compat.py newest
 
 molecule: build ## every Molecule scenario (extensions/molecule/*): a fresh lab, converge, idempotence, verify, cleanup
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/molecule test --all
@@ -56,7 +75,7 @@ down:
 status:
 	$(PY) -m lab status
 
-lint: venv ## ruff, ansible-doc must render every module, ansible-lint (production profile) over the whole collection, changelog lint and fragments, the built tarball
+lint: venv ## ruff, ansible-doc must render every module, ansible-lint (production profile) over the whole collection, changelog lint and fragments, the built tarball, and galaxy-importer on it as Galaxy runs it
 	$(VENV)/bin/ruff check lab tests bench plugins
 	$(VENV)/bin/ruff format --check lab tests bench plugins
 	$(VENV)/bin/python tests/render_docs.py
@@ -64,6 +83,7 @@ lint: venv ## ruff, ansible-doc must render every module, ansible-lint (producti
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/antsibull-changelog lint
 	$(VENV)/bin/python tests/changelog_check.py
 	$(MAKE) tarball
+	$(VENV)/bin/python tests/galaxy_import_check.py
 
 tarball: venv ## ansible-galaxy collection build: no developer file in it, installs offline, ansible-doc works from the install
 	$(VENV)/bin/python tests/tarball_check.py

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -91,7 +92,7 @@ UNITS: tuple[Unit, ...] = (
         module="k8s.io/kubernetes",
         version=V.KUBERNETES,
         staging_version="v0." + V.KUBERNETES.split(".", 1)[1],
-        overrides=V.KUBERNETES_OVERRIDES,
+        overrides=V.KUBERNETES_OVERRIDES.get(V.KUBERNETES, ()),
         binaries=tuple(
             Binary(name, f"k8s.io/kubernetes/cmd/{name}", _k8s_ldflags(V.KUBERNETES))
             for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
@@ -101,12 +102,20 @@ UNITS: tuple[Unit, ...] = (
         name="scheduler-plugins",
         module="sigs.k8s.io/scheduler-plugins",
         version=V.SCHEDULER_PLUGINS,
-        overrides=V.KUBERNETES_OVERRIDES,
+        overrides=V.KUBERNETES_OVERRIDES.get(V.SCHEDULER_PLUGINS_KUBERNETES, ()),
         binaries=(
             # scheduler-plugins reports the Kubernetes release it is built on: component-base derives
             # the emulation version from it, and a v0.x value makes the scheduler refuse to start
-            Binary("sp-scheduler", "sigs.k8s.io/scheduler-plugins/cmd/scheduler", _k8s_ldflags(V.KUBERNETES)),
-            Binary("sp-controller", "sigs.k8s.io/scheduler-plugins/cmd/controller", _k8s_ldflags(V.KUBERNETES)),
+            Binary(
+                "sp-scheduler",
+                "sigs.k8s.io/scheduler-plugins/cmd/scheduler",
+                _k8s_ldflags(V.SCHEDULER_PLUGINS_KUBERNETES),
+            ),
+            Binary(
+                "sp-controller",
+                "sigs.k8s.io/scheduler-plugins/cmd/controller",
+                _k8s_ldflags(V.SCHEDULER_PLUGINS_KUBERNETES),
+            ),
         ),
         artifacts=(
             ("sigs.k8s.io/scheduler-plugins:manifests/coscheduling", "coscheduling"),
@@ -351,6 +360,14 @@ def unit_by_name(name: str) -> Unit:
     raise KeyError(name)
 
 
+def binary_where(name: str) -> Path:
+    """Where a binary is, or will be once its unit is built (the lab's inventory names it before that)."""
+    for u in UNITS:
+        if any(b.name == name for b in u.binaries):
+            return bin_dir(u) / name
+    raise KeyError(name)
+
+
 def binary_path(name: str) -> Path:
     """Path of a built binary by its lab name (e.g. ``kube-apiserver``); raises if not built."""
     for u in UNITS:
@@ -370,16 +387,11 @@ def artifact_path(unit_name: str, sub: str) -> Path:
     return p
 
 
-def build_unit(unit: Unit, log=print) -> bool:
-    """Build one unit; return True when something was built, False when the cache already had it."""
-    done = bin_dir(unit) / ".done"
-    adone = artifacts_dir(unit) / ".done"
-    if built(unit):
-        return False
-    env = go_env(unit)
+def _wrapper(unit: Unit, env: dict[str, str], log) -> tuple[Path, dict]:
+    """The unit's wrapper module under the cache (go.mod from upstream's, go.sum), and the directories of the
+    modules it was made from and requires: (its directory, {module: directory})."""
     src = cache_dir() / "src" / unit.key
     src.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
     gm_mod, gm_ver = unit.gomod_from or (unit.module, unit.version)
     # a scratch module is needed for `go mod download` to run at all
     (src / "go.mod").write_text("module gangsched.lab/scratch\n\ngo 1.24\n")
@@ -405,12 +417,59 @@ def build_unit(unit: Unit, log=print) -> bool:
     for m, v in requires:
         if dirs.get(m) is None:
             dirs[m] = Path(_download(m, v, src, env, log)["Dir"])
+    return src, dirs
+
+
+def prefetch(unit: Unit) -> None:
+    """Download what the unit's build will need (its wrapper's modules), so that it can happen while another
+    unit compiles: downloading waits on the network, compiling on the CPU. Best effort: the build itself
+    downloads anything missing and reports what fails."""
+    if built(unit):
+        return
+    env = go_env(unit)
+    try:
+        src, _dirs = _wrapper(unit, env, lambda *_: None)
+        subprocess.run(["go", "mod", "download"], cwd=src, env=env, capture_output=True, timeout=1800)
+    except (BuildError, OSError, subprocess.SubprocessError):
+        pass
+
+
+def _compile(unit: Unit, src: Path, env: dict[str, str], log) -> None:
+    """Each binary of the unit into its bin dir: one `go build` for all of them when they share their link
+    flags (the compiler then works on one binary's packages while another links), else one each."""
     out = bin_dir(unit)
     out.mkdir(parents=True, exist_ok=True)
+    bases = [b.package.rstrip("/").rsplit("/", 1)[-1] for b in unit.binaries]
+    together = len(unit.binaries) > 1 and len({b.ldflags for b in unit.binaries}) == 1 and len(set(bases)) == len(bases)
+    if together:
+        log(f"  building {', '.join(b.name for b in unit.binaries)}")
+        ldflags = " ".join(("-s", "-w", *unit.binaries[0].ldflags))
+        tmp = out / ".build"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        pkgs = [b.package for b in unit.binaries]
+        _run(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", f"{tmp}/", *pkgs], src, env, log)
+        for b, base in zip(unit.binaries, bases, strict=True):
+            os.replace(tmp / base, out / b.name)
+        tmp.rmdir()
+        return
     for b in unit.binaries:
         log(f"  building {b.name} ({b.package})")
         ldflags = " ".join(("-s", "-w", *b.ldflags))
         _run(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(out / b.name), b.package], src, env, log)
+
+
+def build_unit(unit: Unit, log=print) -> bool:
+    """Build one unit; return True when something was built, False when the cache already had it."""
+    done = bin_dir(unit) / ".done"
+    adone = artifacts_dir(unit) / ".done"
+    if built(unit):
+        return False
+    env = go_env(unit)
+    t0 = time.monotonic()
+    src, dirs = _wrapper(unit, env, log)
+    _compile(unit, src, env, log)
+    out = bin_dir(unit)
     adir = artifacts_dir(unit)
     if adir.exists():
         shutil.rmtree(adir)
@@ -426,7 +485,8 @@ def build_unit(unit: Unit, log=print) -> bool:
                 os.chmod(os.path.join(root, n), 0o755 if n in ds else 0o644)
     adone.write_text(json.dumps({m: str(d) for m, d in dirs.items()}))
     done.write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
-    for stale in (cache_dir() / "bin").glob(f"{unit.name}-v*"):  # older recipes or versions of this unit
+    # older recipes of this unit's version (other versions are kept: the lab runs two Kubernetes releases)
+    for stale in (cache_dir() / "bin").glob(f"{unit.name}-{unit.version}-*"):
         if stale.name != unit.key and stale.name.count("-") == unit.key.count("-"):
             shutil.rmtree(stale, ignore_errors=True)
     log(f"  {unit.name} {unit.version}: built in {time.monotonic() - t0:.0f}s -> {out}")
@@ -450,8 +510,14 @@ def build(names: list[str] | None = None, log=print, detail=None) -> dict[str, f
     todo = [u for u in todo if u.name not in cached]
     timings = dict.fromkeys(cached, 0.0)
     t_all = time.monotonic()
+    fetching = None
     for i, unit in enumerate(todo, 1):
         t0 = time.monotonic()
+        if fetching is not None:
+            fetching.join()  # the next unit's downloads, started while this one compiled
+        fetching = threading.Thread(target=prefetch, args=(todo[i],), daemon=True) if i < len(todo) else None
+        if fetching is not None:
+            fetching.start()
         try:
             build_unit(unit, detail or (lambda *_: None))
         except BuildError as e:

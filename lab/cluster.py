@@ -24,6 +24,17 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runn
 CONTROL_PLANE_NODE = "lab-control-plane"
 
 
+def kcm_controllers(minor: int) -> str:
+    """kube-controller-manager's --controllers for a minor: all but node IPAM (KWOK's nodes need none) and,
+    before 1.37, the cloud controllers (the lab has no cloud); 1.37 removed those three, and naming a
+    controller it does not have is a start error.
+
+    >>> kcm_controllers(37), kcm_controllers(33)
+    ('*,-nodeipam', '*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle')
+    """
+    return "*,-nodeipam" if minor >= 37 else "*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle"
+
+
 class LabError(RuntimeError):
     """A lab failure with a message that says what went wrong and what to do."""
 
@@ -93,9 +104,16 @@ class Lab:
         t0 = time.monotonic()
         run = self.running()
         if any(run.values()):
-            if reuse and all(run.values()):
+            running = (self.state().get("versions") or {}).get("kubernetes")
+            if reuse and all(run.values()) and running == V.KUBERNETES:
                 log(f"lab already running; reusing it (kubeconfig {self.kubeconfig})")
+                self.write_inventory_facts()
                 return self.state()
+            if running and running != V.KUBERNETES:
+                raise LabError(
+                    f"the lab running in {self.root} is Kubernetes {running}, not {V.KUBERNETES} "
+                    "(GANGSCHED_LAB_KUBERNETES): stop it first with: python -m lab down"
+                )
             up = ", ".join(c for c, a in run.items() if a)
             raise LabError(
                 f"the lab is already running ({up} up, state in {self.root}). "
@@ -170,8 +188,8 @@ class Lab:
 
         facts = {
             "kubeconfig": str(self.kubeconfig),
-            "helm": str(build.binary_path("helm")),
-            "kubectl": str(build.binary_path("kubectl")),
+            "helm": str(build.binary_where("helm")),
+            "kubectl": str(build.binary_where("kubectl")),
             "manifests_dir": str(self.manifests),
             "etc_dir": str(self.etc),
             "state_dir": str(self.root),
@@ -334,7 +352,7 @@ class Lab:
                 "--leader-elect=false",
                 f"--cluster-signing-cert-file={self.pki / 'ca.crt'}",
                 f"--cluster-signing-key-file={self.pki / 'ca.key'}",
-                "--controllers=*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle",
+                f"--controllers={kcm_controllers(V.KUBERNETES_MINOR)}",
                 "--node-monitor-grace-period=40s",
                 "--v=1",
             ],

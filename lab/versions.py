@@ -4,9 +4,40 @@ This is the one place versions are set. The build cache is keyed by these values
 rebuilds exactly the components it touches.
 """
 
-KUBERNETES = "v1.33.5"
+import os
+
+# The Kubernetes releases the lab runs, by minor: the newest (what users run today; the default) and the oldest
+# minor the collection still proves (managed clouds' extended support). GANGSCHED_LAB_KUBERNETES picks one, by
+# minor (1.33) or release (v1.33.5); each has its own build of the control plane in the cache.
+KUBERNETES_RELEASES = {"1.37": "v1.37.2", "1.33": "v1.33.5"}
+DEFAULT_KUBERNETES_MINOR = "1.37"
+
+
+def kubernetes_release(wanted: str | None) -> str:
+    """The release the lab runs for ``wanted`` (a minor, a release, or empty for the default).
+
+    >>> kubernetes_release("1.33"), kubernetes_release("v1.37.2"), kubernetes_release(None)
+    ('v1.33.5', 'v1.37.2', 'v1.37.2')
+    """
+    if not wanted:
+        return KUBERNETES_RELEASES[DEFAULT_KUBERNETES_MINOR]
+    v = wanted.strip().lstrip("v")
+    minor = ".".join(v.split(".")[:2])
+    release = KUBERNETES_RELEASES.get(minor)
+    if release is None or (v.count(".") == 2 and release != f"v{v}"):
+        known = ", ".join(f"{m} ({r})" for m, r in KUBERNETES_RELEASES.items())
+        raise ValueError(f"GANGSCHED_LAB_KUBERNETES={wanted}: the lab runs Kubernetes {known}; set one of those")
+    return release
+
+
+KUBERNETES = kubernetes_release(os.environ.get("GANGSCHED_LAB_KUBERNETES"))
+KUBERNETES_MINOR = int(KUBERNETES.split(".")[1])
 ETCD = "v3.5.21"
+# scheduler-plugins has no release built on Kubernetes 1.35 or later that the Go module proxy serves (v0.34.7 is
+# the newest it serves); this one, built on 1.33, is what the lab runs on every minor (on 1.37 outside the
+# version-skew policy, accepted as a user would: scheduler_plugins_accept_skew)
 SCHEDULER_PLUGINS = "v0.33.5"
+SCHEDULER_PLUGINS_KUBERNETES = "v1.33.5"  # the Kubernetes release its go.mod builds on
 KWOK = "v0.7.0"
 # v1.10.0 is the newest Volcano release the Go module proxy serves (v1.11+ are refused there).
 VOLCANO = "v1.10.0"
@@ -53,11 +84,13 @@ SCRIPTS = {
     "volcanosh/vc-webhook-manager": {"gen-admission-secret.sh": "lab.certgen"},
 }
 
-# Staging modules of this Kubernetes release that the Go module proxy refuses to serve; the previous
-# patch release, which it does serve, is used instead (binaries still report v1.33.5).
-KUBERNETES_OVERRIDES = (
-    ("k8s.io/cri-client", "v0.33.4"),
-    ("k8s.io/endpointslice", "v0.33.4"),
-    ("k8s.io/externaljwt", "v0.33.4"),
-    ("k8s.io/kube-controller-manager", "v0.33.4"),
-)
+# Staging modules of a Kubernetes release that the Go module proxy refuses to serve; the previous patch release,
+# which it does serve, is used instead (binaries still report the release). 1.37.2's are all served.
+KUBERNETES_OVERRIDES = {
+    "v1.33.5": (
+        ("k8s.io/cri-client", "v0.33.4"),
+        ("k8s.io/endpointslice", "v0.33.4"),
+        ("k8s.io/externaljwt", "v0.33.4"),
+        ("k8s.io/kube-controller-manager", "v0.33.4"),
+    ),
+}

@@ -237,6 +237,23 @@ def koordinator_problems(client, schedulers: list[dict], kube_version: str | Non
     return out
 
 
+def skew_problems(schedulers: list[dict], kube_version: str | None) -> list[dict]:
+    """scheduler-plugins schedulers whose release is outside Kubernetes' version-skew policy on this cluster
+    (reported on every run, also where the role was told to accept the skew)."""
+    out = []
+    for s in schedulers:
+        why = (
+            _schedulers.scheduler_plugins_skew(s.get("version"), kube_version)
+            if s["kind"] == "scheduler_plugins"
+            else None
+        )
+        if why:
+            out.append(
+                {"object": _where(s), "message": why, "fix": _schedulers.scheduler_plugins_skew_fix(kube_version)}
+            )
+    return out
+
+
 def _where(s: dict) -> str:
     return f"{s['source']} {s['namespace']}/{s['name']}"
 
@@ -481,6 +498,7 @@ def gather(client, params: dict, now: float) -> dict:
                 break
     probs = problems(client, ops, schedulers, crds, plugins)
     probs += koordinator_problems(client, schedulers, version.get("gitVersion"))
+    probs += skew_problems(schedulers, version.get("gitVersion"))
     probs += stalled_problems(pods.waiting(), schedulers, ops)
     trainer_facts, trainer_probs = trainer_info(client, trainers, pods.started(), schedulers, crds, ops)
     probs += trainer_probs

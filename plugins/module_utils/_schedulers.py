@@ -130,6 +130,47 @@ def koordinator_version_problem(tag: str | None, prebind: bool | None, kube_vers
     return None
 
 
+# scheduler-plugins releases are built on one Kubernetes minor each (v0.X.y on 1.X); the newest served is built
+# on 1.34, so no release fits a cluster of 1.36 or later within the version-skew policy
+SCHEDULER_PLUGINS_NEWEST_MINOR = 34
+
+
+def scheduler_plugins_skew(tag: str | None, kube_version: str | None) -> str | None:
+    """Why a scheduler-plugins release is outside Kubernetes' version-skew policy on this cluster: a
+    kube-scheduler may be at most one minor older than the API server, and never newer. None when within it
+    or when either version is unknown.
+
+    >>> scheduler_plugins_skew("v0.33.5", "v1.34.2") is None
+    True
+    >>> scheduler_plugins_skew("v0.33.5", "v1.37.2")[:60]
+    'scheduler-plugins v0.33.5 is built on Kubernetes 1.33 and the'
+    """
+    v, k = _semver(tag), _semver(kube_version)
+    if v is None or k is None or v[0] != 0 or k[1] - v[1] in (0, 1):
+        return None
+    how = "newer than" if v[1] > k[1] else f"{k[1] - v[1]} minors older than"
+    return (
+        f"scheduler-plugins {tag} is built on Kubernetes 1.{v[1]} and the cluster runs {kube_version}: its scheduler "
+        f"is {how} the API server, outside Kubernetes' version-skew policy (a kube-scheduler at most one minor "
+        "older, never newer)"
+    )
+
+
+def scheduler_plugins_skew_fix(kube_version: str | None) -> str:
+    """What to do about a skewed scheduler-plugins: a fitting release where one exists, else another gang path."""
+    k = _semver(kube_version)
+    if k is not None and k[1] - 1 <= SCHEDULER_PLUGINS_NEWEST_MINOR:
+        return (
+            f"run a scheduler-plugins v0.{k[1]}.x or v0.{k[1] - 1}.x release (scheduler_plugins_version), or "
+            "Volcano (gangsched_gang_scheduler: volcano)"
+        )
+    return (
+        f"no scheduler-plugins release is built on Kubernetes 1.{SCHEDULER_PLUGINS_NEWEST_MINOR + 1} or later: run "
+        "Volcano (gangsched_gang_scheduler: volcano) on this cluster; running scheduler-plugins anyway was accepted "
+        "with scheduler_plugins_accept_skew, and this stays reported"
+    )
+
+
 def coscheduling_profiles(config_text: str) -> tuple[list[str], list[str]]:
     """(all profile names, names of profiles with Coscheduling enabled) of a KubeSchedulerConfiguration."""
     import yaml

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import socket
 import time
+from pathlib import Path
 
 import pytest
 import yaml
 
-from lab import build, cluster, images, nodes
+from lab import build, cluster, images, nodes, versions
 from lab.runner import expand
 
 UPSTREAM = """module example.com/up
@@ -104,8 +105,9 @@ def test_units_for_an_unknown_path_names_the_known_ones():
 
 def test_build_prints_one_line_per_unit_with_its_time_and_what_is_left(tmp_path, monkeypatch):
     monkeypatch.setenv("GANGSCHED_LAB_CACHE", str(tmp_path))
-    done = []
+    done, fetched = [], []
     monkeypatch.setattr(build, "build_unit", lambda unit, log: done.append(unit.name))
+    monkeypatch.setattr(build, "prefetch", lambda unit: fetched.append(unit.name))
     monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/go")
     kwok = build.unit_by_name("kwok")
     (build.bin_dir(kwok)).mkdir(parents=True)
@@ -115,6 +117,7 @@ def test_build_prints_one_line_per_unit_with_its_time_and_what_is_left(tmp_path,
     lines = []
     timings = build.build(["etcd", "kwok", "helm"], log=lines.append)
     assert done == ["etcd", "helm"]
+    assert fetched == ["helm"]  # the next unit's downloads, while the first compiled
     assert timings["kwok"] == 0.0 and set(timings) == {"etcd", "kwok", "helm"}
     assert lines[0] == "[build] cached: kwok"
     assert lines[1].startswith(f"[build 1/2] etcd {build.unit_by_name('etcd').version}: ")
@@ -125,6 +128,7 @@ def test_build_prints_one_line_per_unit_with_its_time_and_what_is_left(tmp_path,
 
 def test_build_of_an_unknown_unit_is_refused_before_anything_builds(monkeypatch):
     monkeypatch.setattr(build, "build_unit", lambda unit, log: pytest.fail("built"))
+    monkeypatch.setattr(build, "prefetch", lambda unit: pytest.fail("fetched"))
     monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/go")
     with pytest.raises(build.BuildError, match="unknown unit.*kubernets"):
         build.build(["etcd", "kubernets"])
@@ -137,6 +141,7 @@ def test_a_failed_unit_is_named(tmp_path, monkeypatch):
         raise build.BuildError("command failed in /x: go build")
 
     monkeypatch.setattr(build, "build_unit", fail)
+    monkeypatch.setattr(build, "prefetch", lambda unit: None)
     monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/go")
     with pytest.raises(build.BuildError, match=r"^helm v\S+ did not build: command failed"):
         build.build(["helm"], log=lambda *_: None)
@@ -306,3 +311,41 @@ def test_free_port_never_hands_out_a_port_claimed_by_another_lab(tmp_path, monke
     assert cluster.free_port() == third
     assert (tmp_path / str(third)).exists()  # claimed now: the next lab is refused it
     assert cluster.claim_port(third, tmp_path) is False
+
+
+@pytest.mark.parametrize(
+    ("wanted", "release"),
+    [(None, "v1.37.2"), ("", "v1.37.2"), ("1.37", "v1.37.2"), ("1.33", "v1.33.5"), ("v1.33.5", "v1.33.5")],
+)
+def test_kubernetes_release_by_minor_or_release(wanted, release):
+    assert versions.kubernetes_release(wanted) == release
+
+
+@pytest.mark.parametrize("wanted", ["1.34", "v1.33.4", "latest"])
+def test_kubernetes_release_not_run_by_the_lab_names_those_it_runs(wanted):
+    with pytest.raises(ValueError, match=r"GANGSCHED_LAB_KUBERNETES=.*runs Kubernetes 1\.37 \(v1\.37\.2\), 1\.33"):
+        versions.kubernetes_release(wanted)
+
+
+def test_kcm_controllers_name_only_what_the_minor_has():
+    assert cluster.kcm_controllers(37) == "*,-nodeipam"
+    assert "-cloud-node-lifecycle" in cluster.kcm_controllers(33)
+
+
+def test_binaries_sharing_their_link_flags_build_in_one_go_build_under_their_lab_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("GANGSCHED_LAB_CACHE", str(tmp_path))
+    sp = build.unit_by_name("scheduler-plugins")
+    runs = []
+
+    def run(cmd, cwd, env, log):
+        runs.append(cmd)
+        out = Path(cmd[cmd.index("-o") + 1])
+        for pkg in cmd[cmd.index("-o") + 2 :]:
+            (out / pkg.rsplit("/", 1)[-1]).write_text(pkg)
+
+    monkeypatch.setattr(build, "_run", run)
+    build._compile(sp, tmp_path, {}, lambda *_: None)
+    (cmd,) = runs
+    assert cmd[-2:] == ["sigs.k8s.io/scheduler-plugins/cmd/scheduler", "sigs.k8s.io/scheduler-plugins/cmd/controller"]
+    assert sorted(p.name for p in build.bin_dir(sp).iterdir()) == ["sp-controller", "sp-scheduler"]
+    assert (build.bin_dir(sp) / "sp-scheduler").read_text().endswith("cmd/scheduler")

@@ -287,3 +287,35 @@ def test_one_run_names_every_broken_rule(tmp_path, role, case):
     for fragment in expected:
         assert any(fragment in m for m in msgs), f"{role} {case}: no message has {fragment!r}: {msgs}"
     assert "After the preflight" not in [n for n, _ in tasks]
+
+
+@pytest.mark.parametrize(
+    ("cluster", "accept", "message"),
+    [
+        ("v1.33.5", False, None),
+        ("v1.34.1", False, None),  # one minor newer API server: within the policy
+        ("v1.35.4", False, "Set scheduler_plugins_version to a 0.35.x or 0.34.x release, or use Volcano"),
+        ("v1.37.2", False, "No scheduler-plugins release is built on Kubernetes 1.35 or later: use Volcano"),
+        ("v1.32.9", False, "Set scheduler_plugins_version to a 0.32.x or 0.31.x release"),  # the scheduler newer
+        ("v1.37.2", True, None),
+    ],
+)
+def test_scheduler_plugins_outside_the_skew_policy_is_refused_unless_accepted(tmp_path, cluster, accept, message):
+    """The cluster rule, with the cluster's version given as site.yml gives it (gangsched_cluster_info)."""
+    data = _run(
+        tmp_path,
+        "scheduler_plugins",
+        {
+            "gangsched_render_only": False,
+            "gangsched_cluster_info": {"kubernetes_version": cluster},
+            "scheduler_plugins_accept_skew": accept,
+        },
+    )
+    failed = [(name, h["msg"]) for name, h in _tasks(data) if h.get("failed")]
+    if message is None:
+        assert failed == [] and _tasks(data)[-1][0] == "After the preflight", failed
+        return
+    ((name, msg),) = failed
+    assert "version-skew policy" in name, name
+    assert f"scheduler_plugins_version=0.33.5 is built on Kubernetes 1.33 and the cluster runs {cluster}" in msg, msg
+    assert message in msg and "scheduler_plugins_accept_skew: true" in msg, msg

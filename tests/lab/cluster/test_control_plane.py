@@ -12,13 +12,14 @@ import pytest
 from kubernetes import client as k
 
 from lab import kube, nodes, podnet, procs, scenarios
+from lab import versions as V
 from lab.cluster import COMPONENTS, REPO
 
 
-def test_server_version_is_v1_33(api):
+def test_server_version_is_the_labs(api):
     v = k.VersionApi(api).get_code()
-    assert v.git_version.startswith("v1.33."), v.git_version
-    assert v.minor == "33"
+    assert v.git_version == V.KUBERNETES, v.git_version
+    assert v.minor == str(V.KUBERNETES_MINOR)
 
 
 def test_serviceaccount_without_rights_gets_403(lab, core, namespace):

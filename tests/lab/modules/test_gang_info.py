@@ -8,6 +8,7 @@ import pytest
 from ansible_run import comparable, run_module
 
 from lab import kube, scenarios
+from lab import versions as V
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +21,7 @@ def test_facts_are_read_only_and_equal_in_check_mode(volcano, sp):
     real = run_module(volcano, "gang_info", {})
     check = run_module(volcano, "gang_info", {}, check=True)
     assert real["changed"] is False
-    assert real["kubernetes_version"].startswith("v1.33.")
+    assert real["kubernetes_version"] == V.KUBERNETES
     assert real["gpus"]["capacity"] >= 4 and real["gpus"]["nodes"] >= 4
     kinds = {(s["kind"], tuple(s["gang_profiles"])) for s in real["schedulers"]}
     assert ("volcano", ("volcano",)) in kinds and ("scheduler_plugins", (scenarios.SP_NAME,)) in kinds, kinds

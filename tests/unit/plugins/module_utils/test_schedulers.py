@@ -4,7 +4,7 @@ scheduler name an operator's gang flag must carry."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _images, _operators, _schedulers
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _images, _info, _operators, _schedulers
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._schedulers import derive_scheduler_name
 
@@ -167,3 +167,39 @@ def test_coscheduling_prebind_read_from_the_gang_profiles():
     assert _schedulers.coscheduling_prebind(on) is True
     assert _schedulers.coscheduling_prebind(off) is False
     assert _schedulers.coscheduling_prebind(None) is None
+
+
+@pytest.mark.parametrize(
+    ("tag", "kube", "skewed"),
+    [
+        ("v0.33.5", "v1.33.5", None),
+        ("v0.33.5", "v1.34.1", None),  # one minor older: within the policy
+        ("v0.34.7", "v1.35.4", None),
+        ("v0.33.5", "v1.35.4", "2 minors older than"),
+        ("v0.33.5", "v1.37.2", "4 minors older than"),
+        ("v0.34.7", "v1.33.5", "newer than"),
+        ("latest", "v1.37.2", None),  # unknown: not reported
+        ("v0.33.5", None, None),
+    ],
+)
+def test_scheduler_plugins_skew(tag, kube, skewed):
+    why = _schedulers.scheduler_plugins_skew(tag, kube)
+    assert (why is None) is (skewed is None), why
+    if skewed:
+        assert skewed in why and tag in why and kube in why and "version-skew policy" in why
+
+
+def test_scheduler_plugins_skew_fix_names_a_fitting_release_or_volcano():
+    assert "v0.35.x or v0.34.x" in _schedulers.scheduler_plugins_skew_fix("v1.35.4")
+    late = _schedulers.scheduler_plugins_skew_fix("v1.37.2")
+    assert "no scheduler-plugins release is built on Kubernetes 1.35 or later" in late and "volcano" in late
+
+
+def test_gang_info_reports_a_skewed_scheduler_plugins_and_only_it():
+    schedulers = [
+        {"kind": "scheduler_plugins", "version": "v0.33.5", "source": "Deployment", "namespace": "sp", "name": "s"},
+        {"kind": "volcano", "version": "v1.10.0", "source": "Deployment", "namespace": "vc", "name": "v"},
+    ]
+    (p,) = _info.skew_problems(schedulers, "v1.37.2")
+    assert p["object"] == "Deployment sp/s" and "outside Kubernetes' version-skew policy" in p["message"]
+    assert _info.skew_problems(schedulers, "v1.34.0") == []
