@@ -21,14 +21,16 @@ CASES = {
     "chart path missing": ({"volcano_chart_ref": "/nonexistent/volcano"}, "volcano_chart_ref=/nonexistent/volcano"),
     "version with a v": ({"volcano_version": "v1.10.0"}, "volcano_version"),
     "local chart not the pinned version": ({"volcano_version": "1.9.0"}, "volcano_version"),
-    "scheduler-plugins not the cluster's minor": (
+    # the lab accepts its own skew (no release is built on its minor); a user who did not is refused
+    "scheduler-plugins outside the version-skew policy": (
         {
             **SP,
             "scheduler_plugins_chart_repo_url": "https://scheduler-plugins.example.invalid",
             "scheduler_plugins_chart_ref": "scheduler-plugins",
             "scheduler_plugins_version": "0.31.8",
+            "scheduler_plugins_accept_skew": False,
         },
-        "scheduler_plugins_version=0.31.8",
+        "scheduler_plugins_version=0.31.8 is built on Kubernetes 1.31",
     ),
     "operator unknown": ({"kubeflow_gang_operators": ["tf_operator"]}, "kubeflow_gang_operators"),
     "operator CRDs missing": ({"kubeflow_gang_training_operator_crd_src": "/nonexistent"}, "crd_src"),
