@@ -35,6 +35,30 @@ def kcm_controllers(minor: int) -> str:
     return "*,-nodeipam" if minor >= 37 else "*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle"
 
 
+def feature_gates() -> str:
+    """The feature gates the lab's control plane runs with: upstream's defaults unless
+    GANGSCHED_LAB_FEATURE_GATES names some (``GenericWorkload=true,WorkloadWithJob=true``), given alike to
+    kube-apiserver, kube-controller-manager and kube-scheduler."""
+    return ",".join(g.strip() for g in os.environ.get("GANGSCHED_LAB_FEATURE_GATES", "").split(",") if g.strip())
+
+
+def gate_flags(gates: str, component: str, minor: int) -> list[str]:
+    """The flags that turn ``gates`` on in ``component``; for kube-apiserver, GenericWorkload also serves its API
+    group (scheduling.k8s.io/v1beta1 on 1.37, off by default even with the gate).
+
+    >>> gate_flags("GenericWorkload=true", "kube-apiserver", 37)
+    ['--feature-gates=GenericWorkload=true', '--runtime-config=scheduling.k8s.io/v1beta1=true']
+    >>> gate_flags("", "kube-scheduler", 37)
+    []
+    """
+    if not gates:
+        return []
+    flags = [f"--feature-gates={gates}"]
+    if component == "kube-apiserver" and "GenericWorkload=true" in gates.split(","):
+        flags.append(f"--runtime-config=scheduling.k8s.io/{'v1beta1' if minor >= 37 else 'v1alpha1'}=true")
+    return flags
+
+
 class LabError(RuntimeError):
     """A lab failure with a message that says what went wrong and what to do."""
 
@@ -105,6 +129,13 @@ class Lab:
         run = self.running()
         if any(run.values()):
             running = (self.state().get("versions") or {}).get("kubernetes")
+            gates = self.state().get("feature_gates", "")
+            if gates != feature_gates():
+                raise LabError(
+                    f"the lab running in {self.root} has feature gates {gates or 'as upstream'}, not "
+                    f"{feature_gates() or 'as upstream'} (GANGSCHED_LAB_FEATURE_GATES): stop it first with: "
+                    "python -m lab down"
+                )
             if reuse and all(run.values()) and running == V.KUBERNETES:
                 log(f"lab already running; reusing it (kubeconfig {self.kubeconfig})")
                 self.write_inventory_facts()
@@ -146,6 +177,7 @@ class Lab:
             "gpus_per_node": gpus_per_node,
             "cpu_nodes": cpu_nodes,
             "versions": {"kubernetes": V.KUBERNETES},
+            "feature_gates": feature_gates(),
         }
         self.save_state(st)
         try:
@@ -332,6 +364,7 @@ class Lab:
                 "--requestheader-username-headers=X-Remote-User",
                 "--requestheader-group-headers=X-Remote-Group",
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                *gate_flags(feature_gates(), "kube-apiserver", V.KUBERNETES_MINOR),
             ],
         )
         self._wait(lambda: self._api_ready(), "kube-apiserver", 60)
@@ -355,6 +388,7 @@ class Lab:
                 f"--controllers={kcm_controllers(V.KUBERNETES_MINOR)}",
                 "--node-monitor-grace-period=40s",
                 "--v=1",
+                *gate_flags(feature_gates(), "kube-controller-manager", V.KUBERNETES_MINOR),
             ],
         )
 
@@ -495,6 +529,7 @@ class Lab:
                             "--bind-address=127.0.0.1",
                             f"--kubeconfig={conf}",
                             "--leader-elect=true",
+                            *gate_flags(feature_gates(), "kube-scheduler", V.KUBERNETES_MINOR),
                         ],
                         "volumeMounts": [{"name": "kubeconfig", "mountPath": conf, "readOnly": True}],
                     }

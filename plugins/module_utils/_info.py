@@ -11,6 +11,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _discovery,
     _flags,
     _images,
+    _native,
     _operators,
     _podfold,
     _podgroups,
@@ -252,6 +253,34 @@ def skew_problems(schedulers: list[dict], kube_version: str | None) -> list[dict
                 {"object": _where(s), "message": why, "fix": _schedulers.scheduler_plugins_skew_fix(kube_version)}
             )
     return out
+
+
+def _slim_workload(w: dict) -> dict:
+    md, spec = w.get("metadata") or {}, w.get("spec") or {}
+    return {
+        "metadata": {"namespace": md.get("namespace"), "name": md.get("name")},
+        "spec": {
+            "controllerRef": spec.get("controllerRef"),
+            "podGroupTemplates": [
+                {"priorityClassName": t.get("priorityClassName")} for t in spec.get("podGroupTemplates") or []
+            ],
+        },
+        "_created": _podfold.timestamp(md.get("creationTimestamp")),
+    }
+
+
+def native_problems(client, now: float, threshold: float) -> list[dict]:
+    """kube-scheduler's own gang (scheduling.k8s.io): a Job the Job controller cannot give its PodGroup. One list of
+    Workloads, answered 404 where the API is not served; PodGroups are listed only when a Job's Workload carries a
+    system-* priority class."""
+    api = f"/apis/{_native.GROUP}/{_native.VERSIONS[37]}"
+    workloads = _scan_or_empty(client, f"{api}/workloads", "Workloads (all namespaces)", _slim_workload)
+    workloads = [w for w in workloads if w["_created"] is not None]
+    suspects = _native.job_priority_problems(workloads, [], now, threshold)
+    if not suspects:
+        return []
+    podgroups = client.list_or_empty(f"{api}/podgroups", what="PodGroups of scheduling.k8s.io (all namespaces)")
+    return _native.job_priority_problems(workloads, podgroups, now, threshold)
 
 
 def _where(s: dict) -> str:
@@ -499,6 +528,7 @@ def gather(client, params: dict, now: float) -> dict:
     probs = problems(client, ops, schedulers, crds, plugins)
     probs += koordinator_problems(client, schedulers, version.get("gitVersion"))
     probs += skew_problems(schedulers, version.get("gitVersion"))
+    probs += native_problems(client, now, threshold)
     probs += stalled_problems(pods.waiting(), schedulers, ops)
     trainer_facts, trainer_probs = trainer_info(client, trainers, pods.started(), schedulers, crds, ops)
     probs += trainer_probs

@@ -22,7 +22,12 @@ description:
     the name the operators point at, and a gang scheduler that is Ready but makes no progress (Pending
     pods with its scheduler name that it neither bound nor rejected, no C(PodScheduled) condition, for
     O(partial_threshold_seconds) or more; frozen, hung, or without its leader lease), or Pending pods
-    naming a gang scheduler that nobody serves.
+    naming a gang scheduler that nobody serves; a scheduler-plugins release outside Kubernetes' version-skew
+    policy for the cluster (its kube-scheduler more than one minor older than the API server, or newer); and,
+    where kube-scheduler's own Workload API is served (C(scheduling.k8s.io/v1beta1)), a Job its controller
+    made a Workload for but no PodGroup for O(partial_threshold_seconds) or more because its pods' priority
+    class is a C(system-*) one (Kubernetes 1.37.2 with the C(WorkloadWithJob) gate; the API server refuses the
+    PodGroup, and the Job never creates a pod).
   - For Kubeflow Trainer v2, RV(problems) also lists a runtime with a C(podGroupPolicy) whose replicated
     jobs set no C(schedulerName) (Trainer never sets one, so the pods go to the default scheduler, which
     ignores their PodGroup, and a TrainJob that does not fit starts partially) or name different
