@@ -45,6 +45,8 @@ GANG_SCHEDULERS = ("volcano", "scheduler_plugins")
 # the schedulers whose gangs are formed by labels on the pods, with no PodGroup object (seed 003's
 # labels, honoured by koord-scheduler; _workloads.label_gang)
 LABEL_GANG_SCHEDULERS = ("koordinator",)
+# every gang path a module's gang_scheduler option takes (its choices come from here)
+GANG_PATHS = GANG_SCHEDULERS + LABEL_GANG_SCHEDULERS
 
 
 def crd_name(scheduler: str) -> str:

@@ -178,13 +178,14 @@ diff:
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._gang_rbac import run
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._podgroups import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._rbac import COMPONENTS
 
 
 def argument_spec() -> dict:
     return with_auth(
         component=dict(type="str", required=True, choices=list(COMPONENTS)),
-        gang_scheduler=dict(type="str", choices=["volcano", "scheduler_plugins", "koordinator"]),
+        gang_scheduler=dict(type="str", choices=list(GANG_PATHS)),
         service_account=dict(type="dict", options=dict(namespace=dict(type="str"), name=dict(type="str"))),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         extra_rules=dict(type="list", elements="dict", default=[]),

@@ -360,13 +360,14 @@ reports:
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._podgroups import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke import run
 
 
 def argument_spec() -> dict:
     return with_auth(
         state=dict(type="str", default="present", choices=["present", "absent"]),
-        gang_scheduler=dict(type="str", choices=["volcano", "scheduler_plugins", "koordinator"]),
+        gang_scheduler=dict(type="str", choices=list(GANG_PATHS)),
         scheduler_name=dict(type="str"),
         workload=dict(type="str", default="pods", choices=["pods", "pytorchjob", "tfjob", "mpijob", "trainjob"]),
         trainer_runtime=dict(type="str"),

@@ -198,14 +198,13 @@ diff:
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import run
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._podgroups import GANG_PATHS
 
 
 def argument_spec() -> dict:
     return with_auth(
         operator=dict(type="str", required=True, choices=["training_operator", "mpi_operator", "tf_operator"]),
-        gang_scheduler=dict(
-            type="str", required=True, choices=["volcano", "scheduler_plugins", "koordinator", "none", "original"]
-        ),
+        gang_scheduler=dict(type="str", required=True, choices=[*GANG_PATHS, "none", "original"]),
         scheduler_name=dict(type="str"),
         namespace=dict(type="str"),
         name=dict(type="str"),

@@ -200,6 +200,7 @@ diff:
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._podgroups import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._runtime_gang import run
 
 
@@ -208,7 +209,7 @@ def argument_spec() -> dict:
         name=dict(type="str", required=True),
         namespace=dict(type="str"),
         gang_name=dict(type="str"),
-        gang_scheduler=dict(type="str", required=True, choices=["volcano", "scheduler_plugins", "koordinator"]),
+        gang_scheduler=dict(type="str", required=True, choices=list(GANG_PATHS)),
         scheduler_name=dict(type="str"),
         schedule_timeout=dict(type="int"),
         queue=dict(type="str"),
