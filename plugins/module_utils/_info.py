@@ -270,10 +270,16 @@ def _slim_workload(w: dict) -> dict:
 
 
 def native_problems(client, now: float, threshold: float) -> list[dict]:
-    """kube-scheduler's own gang (scheduling.k8s.io): a Job the Job controller cannot give its PodGroup. One list of
-    Workloads, answered 404 where the API is not served; PodGroups are listed only when a Job's Workload carries a
-    system-* priority class."""
+    """kube-scheduler's own gang (scheduling.k8s.io): a Job the Job controller cannot give its PodGroup. One read of
+    the API's discovery (open to every user; not found where the API is not served, as by default); where it is
+    served, one list of Workloads, and PodGroups only when a Job's Workload carries a system-* priority class."""
     api = f"/apis/{_native.GROUP}/{_native.VERSIONS[37]}"
+    try:
+        served = {r.get("name") for r in (client.get(api, what="the Workload API") or {}).get("resources") or []}
+    except NotFound:
+        return []
+    if "workloads" not in served:
+        return []
     workloads = _scan_or_empty(client, f"{api}/workloads", "Workloads (all namespaces)", _slim_workload)
     workloads = [w for w in workloads if w["_created"] is not None]
     suspects = _native.job_priority_problems(workloads, [], now, threshold)

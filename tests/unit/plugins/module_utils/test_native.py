@@ -66,19 +66,29 @@ class _Client:
             raise NotFound(what, 404, "not found")
         return [keep(i) for i in self.served[path]] if keep else self.served[path]
 
+    def get(self, path, what=""):
+        self.calls.append(path)
+        served = sorted(p.rsplit("/", 1)[1] for p in self.served if p.startswith(f"{path}/"))
+        if not served:
+            from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import NotFound
+
+            raise NotFound(what, 404, "not found")
+        return {"resources": [{"name": n} for n in served]}
+
     def list_or_empty(self, path, what="", **query):
         self.calls.append(path)
         return self.served.get(path, [])
 
 
-WORKLOADS = "/apis/scheduling.k8s.io/v1beta1/workloads"
+API = "/apis/scheduling.k8s.io/v1beta1"
+WORKLOADS = f"{API}/workloads"
 PODGROUPS = "/apis/scheduling.k8s.io/v1beta1/podgroups"
 
 
-def test_native_problems_read_one_list_where_the_api_is_not_served():
+def test_native_problems_read_only_the_discovery_where_the_api_is_not_served():
     client = _Client({})
     assert _info.native_problems(client, NOW, 60) == []
-    assert client.calls == [WORKLOADS]
+    assert client.calls == [API]  # discovery, which every user may read (a list would be refused by RBAC first)
 
 
 def test_native_problems_read_podgroups_only_for_a_suspect():
@@ -88,10 +98,10 @@ def test_native_problems_read_podgroups_only_for_a_suspect():
     }
     client = _Client({WORKLOADS: [raw]})
     assert _info.native_problems(client, NOW, 60) == []
-    assert client.calls == [WORKLOADS]
+    assert client.calls == [API, WORKLOADS]
     stuck = {**raw, "metadata": {**raw["metadata"], "name": "sys-1"}}
     stuck["spec"] = {**raw["spec"], "controllerRef": {"kind": "Job", "name": "sys"}}
     stuck["spec"]["podGroupTemplates"] = [{"name": "t", "priorityClassName": "system-cluster-critical"}]
     client = _Client({WORKLOADS: [raw, stuck], PODGROUPS: []})
     (p,) = _info.native_problems(client, NOW, 60)
-    assert p["object"] == "Job default/sys" and client.calls == [WORKLOADS, PODGROUPS]
+    assert p["object"] == "Job default/sys" and client.calls == [API, WORKLOADS, PODGROUPS]
