@@ -135,7 +135,7 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
                 "(filter gangsched.kubeflow.label_gang)",
             )
             continue
-        gang = "volcano" if v == "volcano" else "scheduler_plugins"
+        gang = _operators.podgroup_scheduler(v)
         crd = _podgroups.crd_name(gang)
         if not crds.get(crd, {}).get("established"):
             add(
@@ -282,8 +282,7 @@ def native_problems(client, now: float, threshold: float) -> list[dict]:
         return []
     workloads = _scan_or_empty(client, f"{api}/workloads", "Workloads (all namespaces)", _slim_workload)
     workloads = [w for w in workloads if w["_created"] is not None]
-    suspects = _native.job_priority_problems(workloads, [], now, threshold)
-    if not suspects:
+    if not _native.system_priority_job_workloads(workloads, now, threshold):
         return []
     podgroups = client.list_or_empty(f"{api}/podgroups", what="PodGroups of scheduling.k8s.io (all namespaces)")
     return _native.job_priority_problems(workloads, podgroups, now, threshold)
@@ -403,7 +402,7 @@ def gang_kinds(ops: list[dict]) -> dict:
         v = o["gang_value"]
         if not v:
             continue
-        gang = "volcano" if v == "volcano" else "scheduler_plugins"
+        gang = _operators.podgroup_scheduler(v)
         label = _operators.OPERATORS[o["operator"]]["label"]
         if o["operator"] == "training_operator":
             schemes = _operators.enabled_schemes(o["_container"])

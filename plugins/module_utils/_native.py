@@ -24,20 +24,14 @@ def podgroup_workload(podgroup: dict) -> str | None:
     return (((podgroup.get("spec") or {}).get("workloadRef")) or {}).get("workloadName")
 
 
-def job_priority_problems(workloads: list[dict], podgroups: list[dict], now: float, threshold: float) -> list[dict]:
-    """Workloads the Job controller made for a Job (its integration, the WorkloadWithJob gate) whose pod group
-    template carries a system-* priority class, and that have no PodGroup ``threshold`` seconds after their
-    creation: Kubernetes 1.37.2's Job controller copies the class's priority (2000000000 and more) into the
-    PodGroup, which the API server refuses above 1000000000, so the Job never creates a pod. ``now`` and the
-    Workloads' creationTimestamp in seconds since the epoch (the latter as ``_created``, set by the caller)."""
-    with_group = {((pg.get("metadata") or {}).get("namespace"), podgroup_workload(pg)) for pg in podgroups}
+def system_priority_job_workloads(workloads: list[dict], now: float, threshold: float) -> list[tuple[dict, list[str]]]:
+    """The Workloads the Job controller made for a Job (its integration, the WorkloadWithJob gate) at least
+    ``threshold`` seconds ago whose pod group templates carry a system-* priority class, each with those classes.
+    ``now`` and the Workloads' creationTimestamp (as ``_created``, set by the caller) in seconds since the epoch."""
     out = []
     for w in workloads:
-        md, spec = w.get("metadata") or {}, w.get("spec") or {}
-        owner = spec.get("controllerRef") or {}
-        if owner.get("kind") != "Job" or (md.get("namespace"), md.get("name")) in with_group:
-            continue
-        if now - w.get("_created", now) < threshold:
+        spec = w.get("spec") or {}
+        if (spec.get("controllerRef") or {}).get("kind") != "Job" or now - w.get("_created", now) < threshold:
             continue
         classes = sorted(
             {
@@ -46,9 +40,22 @@ def job_priority_problems(workloads: list[dict], podgroups: list[dict], now: flo
                 if str(t.get("priorityClassName") or "").startswith(SYSTEM_PRIORITY_CLASS_PREFIX)
             }
         )
-        if not classes:
+        if classes:
+            out.append((w, classes))
+    return out
+
+
+def job_priority_problems(workloads: list[dict], podgroups: list[dict], now: float, threshold: float) -> list[dict]:
+    """Of ``system_priority_job_workloads``, those without a PodGroup: Kubernetes 1.37.2's Job controller copies the
+    class's priority (2000000000 and more) into the PodGroup, which the API server refuses above 1000000000, so the
+    Job never creates a pod."""
+    with_group = {((pg.get("metadata") or {}).get("namespace"), podgroup_workload(pg)) for pg in podgroups}
+    out = []
+    for w, classes in system_priority_job_workloads(workloads, now, threshold):
+        md = w.get("metadata") or {}
+        if (md.get("namespace"), md.get("name")) in with_group:
             continue
-        ns, job = md.get("namespace"), owner.get("name")
+        ns, job = md.get("namespace"), w["spec"]["controllerRef"].get("name")
         out.append(
             {
                 "object": f"Job {ns}/{job}",

@@ -134,6 +134,16 @@ def serves_mpijob(operator: str, container: dict) -> bool:
     return schemes is None or "mpijob" in schemes
 
 
+def podgroup_scheduler(gang_value: str) -> str:
+    """The gang scheduler whose PodGroups an operator makes for its gang flag's value: Volcano's for
+    ``volcano``, scheduler-plugins' (scheduling.x-k8s.io) for any other name.
+
+    >>> podgroup_scheduler("volcano"), podgroup_scheduler("scheduler-plugins-scheduler")
+    ('volcano', 'scheduler_plugins')
+    """
+    return "volcano" if gang_value == "volcano" else "scheduler_plugins"
+
+
 def mpijob_clash(operator: str, container: dict, mpijob_crd: dict | None) -> str | None:
     """A message when training-operator would serve MPIJob next to mpi-operator's v2beta1 CRD
     (``mpijob_crd``: the CustomResourceDefinition MPIJOB_CRD as read, None when missing)."""
