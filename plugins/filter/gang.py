@@ -16,6 +16,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _flags,
     _gang_rbac,
     _manifests,
+    _native,
     _operators,
     _rbac,
     _readiness,
@@ -72,6 +73,16 @@ def label_gang(doc, scheduler_name: str = "koord-scheduler", min_available=None,
         return _workloads.label_gang(doc, scheduler_name, min_available, name)
     except ValueError as e:
         raise AnsibleFilterError(f"label_gang: {e}") from None
+
+
+def native_gang(docs, name: str | None = None, min_count=None):
+    """Pods, or a batch/v1 Job, as one gang of kube-scheduler's own (Workload and PodGroup, scheduling.k8s.io)."""
+    if isinstance(min_count, str) and min_count.isdigit():
+        min_count = int(min_count)
+    try:
+        return _native.gang_pods(docs, name, min_count)
+    except ValueError as e:
+        raise AnsibleFilterError(f"native_gang: {e}") from None
 
 
 def trainer_runtime_gang(runtime, gang_scheduler, scheduler_name=None, schedule_timeout=None, queue=None):
@@ -300,6 +311,7 @@ class FilterModule:
             "ca_injected": ca_injected,
             "release_webhooks": release_webhooks,
             "label_gang": label_gang,
+            "native_gang": native_gang,
             "trainer_runtime_gang": trainer_runtime_gang,
             "kube_scheduler_rbac_objects": kube_scheduler_rbac_objects,
             "operator_gang_patch": operator_gang_patch,

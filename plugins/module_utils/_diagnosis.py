@@ -8,6 +8,7 @@ verdict other than the expected one came about. Not a public API."""
 from __future__ import annotations
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _native,
     _podgroups,
     _schedulers,
     _service,
@@ -23,6 +24,8 @@ def _where(s: dict) -> str:
 
 def describe_scheduler(schedulers: list[dict], gang: str, sname: str) -> str:
     """The scheduler behind ``sname``, named for a message: where it runs, or who runs instead."""
+    if gang in _podgroups.NATIVE_GANG_SCHEDULERS:
+        return f"kube-scheduler ({sname!r}, its native gang)"
     mine = [s for s in schedulers if _schedulers.serves(s, gang, sname)]
     if mine:
         return f"scheduler {sname!r} ({', '.join(_where(s) for s in mine)})"
@@ -86,6 +89,13 @@ def gang_cause(verdict: str, g: _verdict.Gang, expect: str, who: str, timeout: i
     live = f"it bound the liveness canary in {liveness['before']}s before the test" if liveness.get("before") else ""
     if liveness.get("during") is not None:
         live += f" and again in {liveness['during']}s during it"
+    if verdict == _verdict.INCONCLUSIVE and g.native and len(g.running()) >= g.size:
+        return (
+            f"every member runs, but {who} never marked the gang's PodGroup scheduled "
+            f"({' or '.join(_native.SCHEDULED_CONDITIONS)}) in {timeout}s: it placed the pods without the gang plugin, "
+            f"so nothing shows they were held as one gang. Turn the GenericWorkload gate on in kube-scheduler: "
+            f"{_native.TURN_ON}"
+        )
     if verdict == _verdict.INCONCLUSIVE:
         missing = ", ".join(g.not_rejected()) or "none"
         return (

@@ -269,23 +269,61 @@ def _slim_workload(w: dict) -> dict:
     }
 
 
-def native_problems(client, now: float, threshold: float) -> list[dict]:
-    """kube-scheduler's own gang (scheduling.k8s.io): a Job the Job controller cannot give its PodGroup. One read of
-    the API's discovery (open to every user; not found where the API is not served, as by default); where it is
-    served, one list of Workloads, and PodGroups only when a Job's Workload carries a system-* priority class."""
-    api = f"/apis/{_native.GROUP}/{_native.VERSIONS[37]}"
+def native_info(client, now: float, threshold: float) -> tuple[dict, list[dict]]:
+    """kube-scheduler's own gang (scheduling.k8s.io): (its facts, its problems). One read of the group's discovery
+    (open to every user); where a Workload API version is served, one of its resources, one list of the control
+    plane's mirror pods in kube-system (their --feature-gates), one of Workloads and one of PodGroups."""
+    facts: dict = {
+        "served_versions": [],
+        "version": None,
+        "supported": False,
+        "unsupported_reason": None,
+        "kube_scheduler_gate": None,
+        "job_integration": None,
+        "podgroups": None,
+        "held_podgroups": [],
+    }
     try:
-        served = {r.get("name") for r in (client.get(api, what="the Workload API") or {}).get("resources") or []}
+        group = client.get(f"/apis/{_native.GROUP}", what=f"the API group {_native.GROUP}") or {}
     except NotFound:
-        return []
-    if "workloads" not in served:
-        return []
+        group = {}
+    listed = [v.get("version") for v in group.get("versions") or []]
+    facts["served_versions"] = [v for v in _native.VERSIONS.values() if v in listed]
+    if not facts["served_versions"]:
+        facts["unsupported_reason"] = _native.version_problem([])
+        return facts, []
+    facts["unsupported_reason"] = _native.version_problem(facts["served_versions"])
+    api = f"/apis/{_native.API_VERSION}"
+    served: set = set()
+    if _native.SUPPORTED_VERSION in facts["served_versions"]:
+        try:
+            served = {r.get("name") for r in (client.get(api, what="the Workload API") or {}).get("resources") or []}
+        except NotFound:
+            served = set()
+    control_plane = client.list_or_empty(
+        "/api/v1/namespaces/kube-system/pods",
+        what="the control plane's pods in kube-system",
+        labelSelector="tier=control-plane",
+    )
+    gates = _native.control_plane_gates(control_plane)
+    # a component seen without the flag runs upstream's default: off (beta and alpha gates of the native gang)
+    if "kube-scheduler" in gates:
+        facts["kube_scheduler_gate"] = gates["kube-scheduler"].get("GenericWorkload", False)
+    if "kube-controller-manager" in gates:
+        facts["job_integration"] = gates["kube-controller-manager"].get("WorkloadWithJob", False)
+    if not {"workloads", "podgroups"} <= served:
+        return facts, _native.gate_problems(control_plane, served=False)
+    facts["version"], facts["supported"] = _native.SUPPORTED_VERSION, True
     workloads = _scan_or_empty(client, f"{api}/workloads", "Workloads (all namespaces)", _slim_workload)
     workloads = [w for w in workloads if w["_created"] is not None]
-    if not _native.system_priority_job_workloads(workloads, now, threshold):
-        return []
+    if any((w["spec"].get("controllerRef") or {}).get("kind") == "Job" for w in workloads):
+        facts["job_integration"] = True  # the Job controller made a Workload: its integration is on
     podgroups = client.list_or_empty(f"{api}/podgroups", what="PodGroups of scheduling.k8s.io (all namespaces)")
-    return _native.job_priority_problems(workloads, podgroups, now, threshold)
+    facts["podgroups"] = len(podgroups)
+    facts["held_podgroups"] = _native.held_podgroups(podgroups)
+    probs = _native.gate_problems(control_plane, served=True)
+    probs += _native.job_priority_problems(workloads, podgroups, now, threshold)
+    return facts, probs
 
 
 def _where(s: dict) -> str:
@@ -533,7 +571,8 @@ def gather(client, params: dict, now: float) -> dict:
     probs = problems(client, ops, schedulers, crds, plugins)
     probs += koordinator_problems(client, schedulers, version.get("gitVersion"))
     probs += skew_problems(schedulers, version.get("gitVersion"))
-    probs += native_problems(client, now, threshold)
+    native_facts, native_probs = native_info(client, now, threshold)
+    probs += native_probs
     probs += stalled_problems(pods.waiting(), schedulers, ops)
     trainer_facts, trainer_probs = trainer_info(client, trainers, pods.started(), schedulers, crds, ops)
     probs += trainer_probs
@@ -555,6 +594,7 @@ def gather(client, params: dict, now: float) -> dict:
         "operators": ops,
         "device_plugins": plugins,
         "trainer": trainer_facts,
+        "native_gang": native_facts,
         "problems": probs,
         "partial_gangs": pods.partial_gangs(),
     }

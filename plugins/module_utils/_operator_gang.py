@@ -11,6 +11,7 @@ import time
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _flags,
     _images,
+    _native,
     _operators,
     _podgroups,
     _schedulers,
@@ -51,6 +52,9 @@ def validate(params: dict) -> None:
     if params.get("gang_scheduler") == "koordinator":
         op = _operators.OPERATORS.get(params.get("operator"), {}).get("label")
         raise GangError(_schedulers.koordinator_refusal(params.get("scheduler_name") or "koord-scheduler", op))
+    if params.get("gang_scheduler") == _native.GANG_PATH:
+        op = _operators.OPERATORS.get(params.get("operator"), {}).get("label") or "A Kubeflow operator"
+        raise GangError(_native.operator_refusal(op) + "; nothing was changed")
     if params.get("operator") == "tf_operator" and params.get("gang_scheduler") == "scheduler_plugins":
         raise GangError(
             "tf_operator's legacy --enable-gang-scheduling works only with kube-batch/Volcano PodGroups; "

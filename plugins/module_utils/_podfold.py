@@ -32,8 +32,12 @@ def timestamp(s: str | None) -> float | None:
 
 
 def gang_key(pod: dict) -> str | None:
-    """'namespace/gang' of the gang a pod belongs to (``GANG_KEYS``, first found), else None."""
+    """'namespace/gang' of the gang a pod belongs to (its native PodGroup, else ``GANG_KEYS``, first found), else
+    None."""
     meta = pod.get("metadata") or {}
+    native = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+    if native:  # kube-scheduler's own gang (spec.schedulingGroup)
+        return f"{meta.get('namespace')}/{native}"
     for where, key in GANG_KEYS:
         v = (meta.get("annotations" if where == "annotation" else "labels") or {}).get(key)
         if v:

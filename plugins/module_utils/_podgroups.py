@@ -7,6 +7,8 @@ the scheduler or from the CRD. Pure: no I/O. Not a public API."""
 
 from __future__ import annotations
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native
+
 # scheduler kind -> its PodGroup; ``member``: where a pod names its PodGroup (annotation or label, key)
 PODGROUPS = {
     "volcano": {
@@ -45,8 +47,11 @@ GANG_SCHEDULERS = ("volcano", "scheduler_plugins")
 # the schedulers whose gangs are formed by labels on the pods, with no PodGroup object (seed 003's
 # labels, honoured by koord-scheduler; _workloads.label_gang)
 LABEL_GANG_SCHEDULERS = ("koordinator",)
+# kube-scheduler's own gang: its Workload and PodGroup are built into Kubernetes (scheduling.k8s.io, _native),
+# no CRD, and a pod joins by spec.schedulingGroup
+NATIVE_GANG_SCHEDULERS = (_native.GANG_PATH,)
 # every gang path a module's gang_scheduler option takes (its choices come from here)
-GANG_PATHS = GANG_SCHEDULERS + LABEL_GANG_SCHEDULERS
+GANG_PATHS = GANG_SCHEDULERS + LABEL_GANG_SCHEDULERS + NATIVE_GANG_SCHEDULERS
 
 
 def crd_name(scheduler: str) -> str:

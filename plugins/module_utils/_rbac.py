@@ -192,6 +192,12 @@ def coscheduling_rules() -> list[dict]:
 
 def required_rules(component: str, gang_scheduler: str) -> list[dict]:
     allowed = COMPONENTS[component][2]
+    if gang_scheduler == "native":
+        raise GangError(
+            f"gang_scheduler=native grants nothing to component={component}: no Kubeflow component creates "
+            "kube-scheduler's Workloads and PodGroups, and kube-scheduler's and the Job controller's rights on them "
+            "are Kubernetes' own bootstrap RBAC (present once the GenericWorkload gate is on); nothing was changed"
+        )
     if gang_scheduler not in allowed:
         raise GangError(
             f"component={component} works with gang_scheduler {' or '.join(allowed)}, not {gang_scheduler}; "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _native,
     _operators,
     _podgroups,
     _runtimes,
@@ -28,6 +29,8 @@ SHOWN = 5  # TrainJobs named in a warning
 def validate(params: dict) -> None:
     """Every option checked before the first API call, so a bad one changes nothing."""
     gang = params.get("gang_scheduler")
+    if gang == _native.GANG_PATH:
+        raise GangError(_native.operator_refusal("A Kubeflow Trainer v2 runtime") + NOTHING)
     if gang == "koordinator":
         raise GangError(
             "gang_scheduler=koordinator: a Kubeflow Trainer v2 runtime cannot carry a Koordinator gang. "

@@ -8,7 +8,7 @@ Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _native
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -260,6 +260,10 @@ def derive_scheduler_name(
 ) -> str:
     """The scheduler name gangs for ``gang_scheduler`` name (the value an operator's gang flag must
     carry), from ``given`` and the schedulers found; ``operator_label`` names the operator in messages."""
+    if gang_scheduler == _native.GANG_PATH:
+        return (
+            _native.SCHEDULER_NAME
+        )  # kube-scheduler's default profile runs the gang plugin (given: checked by the caller)
     koord = sorted({n for s in schedulers if s["kind"] == "koordinator" for n in s.get("gang_profiles") or []})
     if operator_label and (gang_scheduler == "koordinator" or (given and given in koord)):
         raise GangError(koordinator_refusal(given or (koord[0] if koord else "koord-scheduler"), operator_label))

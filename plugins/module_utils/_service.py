@@ -71,6 +71,29 @@ def crd_established(obj: dict | None) -> bool:
     return False
 
 
+def served_versions(client, group: str, resources: tuple = ()) -> list[str]:
+    """The versions of API ``group`` the API server serves (discovery, open to every user), each only when it
+    serves all of ``resources``; [] when the group is not served."""
+    try:
+        found = client.get(f"/apis/{group}", what=f"the API group {group}") or {}
+    except NotFound:
+        return []
+    out = []
+    for v in found.get("versions") or []:
+        version = v.get("version")
+        if not version:
+            continue
+        if resources:
+            try:
+                listed = client.get(f"/apis/{group}/{version}", what=f"the API {group}/{version}") or {}
+            except NotFound:
+                continue
+            if not set(resources) <= {r.get("name") for r in listed.get("resources") or []}:
+                continue
+        out.append(version)
+    return out
+
+
 def container_of(dep: dict, name: str | None, default: str) -> dict:
     """The container ``name`` (or the default one, or the only one) of a Deployment."""
     containers = dep["spec"]["template"]["spec"].get("containers") or []

@@ -13,6 +13,7 @@ import tempfile
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _capacity,
+    _native,
     _operators,
     _podgroups,
     _schedulers,
@@ -41,6 +42,7 @@ def validate(params: dict) -> dict:
     if params["replicas"] < 1:
         raise GangError(f"replicas must be >= 1 (got {params['replicas']}): a gang needs members")
     check_trainjob(params)
+    check_native(params)
     res = params.get("resources")
     if not isinstance(res, dict) or not res:
         raise GangError("resources must be a mapping of resource name to quantity, e.g. {nvidia.com/gpu: 1}")
@@ -101,6 +103,30 @@ def check_trainjob(params: dict) -> None:
         )
 
 
+def check_native(params: dict) -> None:
+    """The native gang takes pods or a plain Job (the Kubeflow operators and Trainer cannot put pods in one),
+    and workload=job is the native gang's Job integration."""
+    wl, gang = params.get("workload"), params.get("gang_scheduler")
+    if gang in _podgroups.NATIVE_GANG_SCHEDULERS and wl not in ("pods", "job"):
+        raise GangError(
+            f"workload={wl} cannot be tested with gang_scheduler={gang}: no Kubeflow operator or Trainer runtime puts "
+            "its pods in a native gang (kube-scheduler's Workload and PodGroup) yet, so such a job would not be "
+            "gang-scheduled; use workload=pods or workload=job for the native gang, or gang_scheduler=volcano or "
+            "scheduler_plugins for Kubeflow jobs"
+        )
+    if wl == "job" and gang not in _podgroups.NATIVE_GANG_SCHEDULERS:
+        raise GangError(
+            f"workload=job is a plain Indexed Job in one native gang (the Job controller's Workload and PodGroup): "
+            f"it needs gang_scheduler=native, not {gang}; use workload=pods or a Kubeflow job for {gang}"
+        )
+    given = params.get("scheduler_name")
+    if gang in _podgroups.NATIVE_GANG_SCHEDULERS and given not in (None, _native.SCHEDULER_NAME):
+        raise GangError(
+            f"scheduler_name={given!r} with gang_scheduler=native: the native gang is scheduled by kube-scheduler's "
+            f"default profile {_native.SCHEDULER_NAME!r}; leave scheduler_name unset"
+        )
+
+
 def check_namespace(params: dict, more: tuple) -> None:
     """The test's namespace is none of the cluster's own or a scheduler's (``more``: found ones)."""
     ns = params.get("namespace")
@@ -147,9 +173,15 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     """CRDs, the scheduler, its namespace, and nodes and pods for the capacity maths (``exclude``:
     'ns/name' of pods that do not count, such as an earlier run's, about to be removed)."""
     gang = params["gang_scheduler"]
-    crd_name = _podgroups.crd_name(gang)
-    if not _service.crd_established(_service.crd(client, crd_name)):
-        raise GangError(f"CustomResourceDefinition {crd_name} is missing: install {gang.replace('_', '-')} first")
+    if gang in _podgroups.NATIVE_GANG_SCHEDULERS:
+        served = _service.served_versions(client, _native.GROUP, ("workloads", "podgroups"))
+        problem = _native.version_problem(served)
+        if problem:
+            raise GangError(f"gang_scheduler=native: {problem}; nothing was created")
+    else:
+        crd_name = _podgroups.crd_name(gang)
+        if not _service.crd_established(_service.crd(client, crd_name)):
+            raise GangError(f"CustomResourceDefinition {crd_name} is missing: install {gang.replace('_', '-')} first")
     wl = params["workload"]
     crds = [_workloads.JOB_CRDS[wl]] if wl in _workloads.JOB_CRDS else []
     if wl == "trainjob":
@@ -163,7 +195,10 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     schedulers = _service.find_schedulers(client, deployments)
     check_namespace(params, tuple(s["namespace"] for s in schedulers))
     sname = _schedulers.derive_scheduler_name(gang, params.get("scheduler_name"), schedulers)
-    running = [s for s in schedulers if s["ready"] and _schedulers.serves(s, gang, sname)]
+    # the native gang's scheduler is kube-scheduler, out of sight on a managed control plane: the liveness
+    # canary (a gang of one it must bind and mark scheduled) is what proves it runs the gang plugin
+    native = gang in _podgroups.NATIVE_GANG_SCHEDULERS
+    running = native or [s for s in schedulers if s["ready"] and _schedulers.serves(s, gang, sname)]
     trainer: dict = {}
     if wl == "trainjob":
         trainer = trainjob_preflight(client, params, deployments, sname)

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _podgroups, _service, _verdict, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _native,
+    _podgroups,
+    _service,
+    _verdict,
+    _workloads,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._diagnosis import (
     forbidden_podgroup_create,
     gang_cause,
@@ -61,6 +67,9 @@ class Trial:
         self.created: list[dict] = []
         self.liveness: dict = {}
         self.podgroup: dict | None = None
+        self.native = params["gang_scheduler"] in _podgroups.NATIVE_GANG_SCHEDULERS
+        # why the liveness canary failed where the generic reason would mislead (the native gang's)
+        self.canary_problem: str | None = None
 
     def ensure_namespace(self) -> None:
         obj = self.client.get_or_none(f"/api/v1/namespaces/{self.ns}", f"Namespace {self.ns}")
@@ -97,9 +106,11 @@ class Trial:
         pod = [o for o in self.create(docs) if o.get("kind") == "Pod"][0]
         try:
             left = timeout - (self.clock() - t0)
-            if wait_pod_bound(self.client, self.ns, pod, left, self.clock, between=self._check_controller):
-                return round(self.clock() - t0, 2)
-            return None
+            if not wait_pod_bound(self.client, self.ns, pod, left, self.clock, between=self._check_controller):
+                return None
+            if self.native and not self._native_canary_marked(name, t0 + timeout):
+                return None
+            return round(self.clock() - t0, 2)
         finally:
             for d in reversed(docs):
                 try:
@@ -111,6 +122,38 @@ class Trial:
                     )
                 except ApiError:
                     pass  # gone already, or the API server is away: the cleanup removes it by its label
+
+    def _native_podgroup_path(self, name: str) -> str:
+        return f"{_workloads.kind_path('PodGroup', _native.API_VERSION, self.ns)}/{name}"
+
+    def _native_canary_marked(self, name: str, deadline: float) -> bool:
+        """Whether kube-scheduler marked the bound canary's PodGroup scheduled (by ``deadline``, at least 5s): a
+        kube-scheduler without the gang plugin binds the pod alone and marks nothing."""
+        deadline = max(deadline, self.clock() + 5)
+        while True:
+            decided, _msg = _native.scheduled(self.client.get_or_none(self._native_podgroup_path(name), "PodGroup"))
+            if decided == "True":
+                return True
+            if self.clock() >= deadline:
+                break
+            self._check_controller()
+            time.sleep(0.5)
+        self.canary_problem = (
+            f"kube-scheduler ({self.sname!r}) bound the liveness canary, a gang of one, but never marked its PodGroup "
+            f"{self.ns}/{name} scheduled ({' or '.join(_native.SCHEDULED_CONDITIONS)}): it schedules the pods one by "
+            "one, without the gang plugin, so no gang would be held. Turn the GenericWorkload feature gate on in "
+            f"kube-scheduler (and kube-controller-manager): {_native.TURN_ON}"
+        )
+        return False
+
+    def _native_job_podgroup(self, job: dict) -> dict | None:
+        """The PodGroup the Job controller made for ``job`` (the Job integration; named by the controller)."""
+        path = _workloads.kind_path("PodGroup", _native.API_VERSION, self.ns)
+        name = job["metadata"]["name"]
+        for pg in self.client.list_or_empty(path, what=f"PodGroups in {self.ns}"):
+            if _native.owned_by(pg, "Job", name):
+                return pg
+        return None
 
     @staticmethod
     def _check_controller() -> None:
@@ -152,14 +195,21 @@ class Trial:
         return mine and "not found" in e.msg and ref["name"] in e.msg
 
     def watch(
-        self, gang: _verdict.Gang, selector: str, expect: str, timeout: float, job: dict | None, probe: bool = False
+        self,
+        gang: _verdict.Gang,
+        selector: str,
+        expect: str,
+        timeout: float,
+        job: dict | None,
+        probe: bool = False,
+        name: str | None = None,
     ) -> str:
         """Watch the gang to a verdict. ``probe``: once no member is bound for settle_seconds without the
         scheduler's rejection of the whole gang, bind a second canary; if the scheduler no longer binds
         one, the verdict is an error naming it (raised as _SchedulerDown)."""
         settle = self.params["settle_seconds"]
         t0 = self.clock()
-        state = {"verdict": None, "pg_seen": None}
+        state = {"verdict": None, "pg_seen": None, "gang_name": name}
 
         sname = self.sname
 
@@ -175,6 +225,8 @@ class Trial:
         w = Watcher(self.client, f"/api/v1/namespaces/{self.ns}/pods", f"Pods in {self.ns}", labelSelector=selector)
         deadline = t0 + timeout
         pg_path = None
+        if gang.native:
+            return self._watch_native(w, on_event, gang, state, expect, t0, deadline, job)
         if job is not None and self.params["gang_scheduler"] not in _podgroups.LABEL_GANG_SCHEDULERS:
             group, version = _podgroups.api(self.params["gang_scheduler"])
             pg_path = f"/apis/{group}/{version}/namespaces/{self.ns}/podgroups/{job['metadata']['name']}"
@@ -207,29 +259,65 @@ class Trial:
             v = gang.verdict(now, settle, expect)
             if v:
                 return v
-            if (
-                probe
-                and "during" not in self.liveness
-                and now >= state.get("probe_at", 0)
-                and gang.unproven(now, settle)
-            ):
-                state["probes"] = state.get("probes", 1) + 1
-                try:
-                    secs = self.canary(state["probes"], self.params["liveness_timeout"])
-                except ApiError as e:
-                    # the API server, not the scheduler (a restart can also delay its marks): later again
-                    self.liveness["recheck_error"] = e.msg
-                    state["probe_at"] = now + max(settle, 2.0)
-                    continue
-                self.liveness["during"] = secs
-                if secs is None:
-                    raise _SchedulerDown(
-                        f"{self.describe} stopped scheduling: it bound the first liveness canary but "
-                        f"not a second one in {self.params['liveness_timeout']}s, {now:.0f}s into the test, while "
-                        "no member of the gang was bound or rejected (frozen, hung, or lost its leader lease); "
-                        "check its process and log"
-                    )
+            if probe:
+                self._probe(gang, state, now)
         return gang.final(self.clock() - t0, settle)
+
+    def _probe(self, gang: _verdict.Gang, state: dict, now: float) -> None:
+        """Once no member is bound for settle_seconds without the scheduler's rejection of the whole gang,
+        bind a second canary (once); raises _SchedulerDown when the scheduler no longer binds one."""
+        settle = self.params["settle_seconds"]
+        if "during" in self.liveness or now < state.get("probe_at", 0) or not gang.unproven(now, settle):
+            return
+        state["probes"] = state.get("probes", 1) + 1
+        try:
+            secs = self.canary(state["probes"], self.params["liveness_timeout"])
+        except ApiError as e:
+            # the API server, not the scheduler (a restart can also delay its marks): later again
+            self.liveness["recheck_error"] = e.msg
+            state["probe_at"] = now + max(settle, 2.0)
+            return
+        self.liveness["during"] = secs
+        if secs is None:
+            raise _SchedulerDown(
+                f"{self.describe} stopped scheduling: it bound the first liveness canary but "
+                f"not a second one in {self.params['liveness_timeout']}s, {now:.0f}s into the test, while "
+                "no member of the gang was bound or rejected (frozen, hung, or lost its leader lease); "
+                "check its process and log"
+            )
+
+    def _watch_native(self, w, on_event, gang, state, expect, t0, deadline, job) -> str:
+        """The native gang watched to a verdict: its PodGroup (the run's own, or the one the Job controller made
+        for ``job``) read between short watch rounds, as kube-scheduler's decision on it is the evidence."""
+        settle = self.params["settle_seconds"]
+        name = None if job is not None else state.get("gang_name")
+        while self.clock() < deadline:
+            self._check_controller()
+            w.run(on_event, min(2.0, deadline - self.clock()))
+            now = self.clock() - t0
+            if job is not None and name is None:
+                pg = self._native_job_podgroup(job)
+                if pg is None and now > PODGROUP_WAIT:
+                    raise _NoPodGroup(self._no_native_podgroup(job))
+                name = (pg or {}).get("metadata", {}).get("name")
+            else:
+                pg = self.client.get_or_none(self._native_podgroup_path(name), "PodGroup") if name else None
+            if pg is not None:
+                self.podgroup = {"name": pg["metadata"]["name"], "scheduled": _native.scheduled(pg)[0]}
+            gang.observe_group(pg, now)
+            v = gang.verdict(now, settle, expect)
+            if v:
+                return v
+            self._probe(gang, state, now)
+        return gang.final(self.clock() - t0, settle)
+
+    def _no_native_podgroup(self, job: dict) -> str:
+        what = f"Job {self.ns}/{job['metadata']['name']}"
+        return (
+            f"the Job controller made no PodGroup for {what} in {PODGROUP_WAIT:.0f}s although the Job asks for a gang "
+            "(spec.scheduling.schedulingPolicy.gang): the native gang's Job integration is off. Turn it on with "
+            f"{_native.TURN_ON_JOBS} (besides {_native.TURN_ON}), or prove the native gang with workload=pods"
+        )
 
     def _wrong_scheduler(self, job: dict, pod: str, got: str | None) -> str:
         what = f"{job['kind']} {self.ns}/{job['metadata']['name']}"
@@ -311,6 +399,11 @@ class Trial:
             )
             size = _workloads.trainjob_members(self.runtime, params["replicas"])
             job = None if control else docs[-1]
+        elif wl == "job":
+            docs, selector = _workloads.indexed_job(
+                self.ns, name, self.run_id, params["replicas"], resources, None if control else params["gang_scheduler"]
+            )
+            job = None if control else docs[0]
         elif control:
             docs, selector = _workloads.pods(
                 self.ns, name, self.run_id, params["replicas"], resources, None, "default-scheduler"
@@ -324,13 +417,14 @@ class Trial:
                 wl, self.ns, name, self.run_id, params["replicas"], resources, params["gang_scheduler"], self.sname
             )
             job = docs[0]
-        gang = _verdict.Gang(size=size, skew_seconds=params["skew_seconds"])
+        gang = _verdict.Gang(size=size, skew_seconds=params["skew_seconds"], native=self.native and not control)
         t0 = time.monotonic()
         cause = None
         exp = "pending" if control else expect
+        self.podgroup = None
         try:
             self.create(docs)
-            verdict = self.watch(gang, selector, exp, params["timeout"], job, probe=not control)
+            verdict = self.watch(gang, selector, exp, params["timeout"], job, probe=not control, name=name)
             if not control:
                 cause = gang_cause(verdict, gang, exp, self.describe, params["timeout"], self.liveness)
         except (_NoPodGroup, _SchedulerDown) as e:
@@ -346,7 +440,7 @@ class Trial:
         }
         if cause:
             out["cause"] = cause
-        if job is not None and job["kind"] == "TrainJob":
+        if (job is not None and job["kind"] == "TrainJob") or gang.native:
             out["podgroup"] = self.podgroup
         return out
 
@@ -380,7 +474,8 @@ def conduct(trial: Trial, result: dict, resources: dict, expect: str) -> list[st
     if secs is None:
         result.update(
             verdict=_verdict.ERROR,
-            cause=(
+            cause=trial.canary_problem
+            or (
                 f"{trial.describe} did not bind the liveness canary (a pod of its own gang of one, no GPU, "
                 f"schedulerName {trial.sname!r}) in {params['liveness_timeout']}s: it is not "
                 "scheduling (frozen, hung, no leader, or it does not serve that name although its Deployment "

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native
+
 GANG_HELD_RUNNING = "gang_held_running"
 GANG_HELD_PENDING = "gang_held_pending"
 PARTIAL = "partial"
@@ -62,6 +64,10 @@ class Gang:
     # holds the pods back until the PodGroup is admitted leaves no pods to mark)
     group_rejected_at: float | None = None
     group_message: str | None = None
+    # kube-scheduler's native gang: its own decision on the PodGroup (PodGroupInitiallyScheduled) is the evidence
+    # both ways, as a kube-scheduler without the gang plugin binds such pods one by one and marks nothing
+    native: bool = False
+    group_scheduled_at: float | None = None
 
     # ---- feeding -----------------------------------------------------------------------------
     def observe(self, kind: str, pod: dict, t: float) -> None:
@@ -106,6 +112,13 @@ class Gang:
     def observe_group(self, pg: dict | None, t: float) -> None:
         """The gang's PodGroup as read at t: its Unschedulable condition while the scheduler keeps it from
         being admitted (phase Pending); admitted (Inqueue, Running), its pods are the evidence again."""
+        if self.native:
+            decided, message = _native.scheduled(pg)
+            if decided == "True" and self.group_scheduled_at is None:
+                self.group_scheduled_at = t
+            elif decided == "False" and self.group_rejected_at is None:
+                self.group_rejected_at, self.group_message = t, message or "Unschedulable"
+            return
         status = (pg or {}).get("status") or {}
         if status.get("phase") != "Pending":
             self.group_rejected_at = self.group_message = None
@@ -157,8 +170,8 @@ class Gang:
         group = None
         if self.group_rejected_at is not None and not any(p.node for p in live):
             group = max(self.group_rejected_at, self.all_present_at)
-        if len(live) < self.size:
-            return group
+        if len(live) < self.size or self.native:
+            return group  # the native gang: the PodGroup's condition, not a mark any scheduler writes
         firsts = []
         for p in live:
             if p.node or not p.unschedulable:
@@ -174,11 +187,15 @@ class Gang:
             return group
         return max(firsts) if group is None else min(group, max(firsts))
 
+    def held_running(self) -> bool:
+        """Every member runs, and for the native gang kube-scheduler marked its PodGroup scheduled."""
+        return len(self.running()) >= self.size and (not self.native or self.group_scheduled_at is not None)
+
     def verdict(self, t: float, settle_seconds: float, expect: str) -> str | None:
         """The verdict at time t, or None while it cannot be told yet."""
         if self.check_partial(t):
             return PARTIAL
-        if len(self.running()) >= self.size:
+        if self.held_running():
             return GANG_HELD_RUNNING
         if expect == "pending" and not self.ever_bound() and self.all_present_at is not None:
             rejected = self.rejected_since()
@@ -215,8 +232,10 @@ class Gang:
         scheduler's rejection; an unbound gang without it is inconclusive."""
         if self.check_partial(t):
             return PARTIAL
-        if len(self.running()) >= self.size:
+        if self.held_running():
             return GANG_HELD_RUNNING
+        if len(self.running()) >= self.size:
+            return INCONCLUSIVE  # the native gang ran, but kube-scheduler never said it scheduled it as one
         if not self.ever_bound() and self.all_present_at is not None and self.rejected_since() is not None:
             self.held_pending_by = "rejected"
             return GANG_HELD_PENDING
@@ -234,5 +253,6 @@ class Gang:
             "unschedulable": {p.name: p.unschedulable for p in self.live() if p.unschedulable},
             "held_pending_by": self.held_pending_by,
             "podgroup_unschedulable": self.group_message,
+            **({"podgroup_scheduled": self.group_scheduled_at is not None} if self.native else {}),
             "not_rejected": self.not_rejected() if self.all_present_at is not None and not self.ever_bound() else [],
         }

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _discovery, _images, _podgroups, _runtimes
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _discovery,
+    _images,
+    _native,
+    _podgroups,
+    _runtimes,
+)
 
 RUN_LABEL = "gangsched.kubeflow/smoke-run"
 IMAGE = "registry.k8s.io/pause:3.10"
@@ -21,9 +27,12 @@ JOB_API = {
     "TFJob": "kubeflow.org/v1",
     "MPIJob": "kubeflow.org/v2beta1",
     "TrainJob": TRAINER_API,
+    "Job": "batch/v1",
 }
 PLURALS = {
     "Pod": "pods",
+    "Job": "jobs",
+    "Workload": "workloads",
     "PodGroup": "podgroups",
     "PyTorchJob": "pytorchjobs",
     "TFJob": "tfjobs",
@@ -47,6 +56,8 @@ RUN_KINDS = (
     *JOB_API.items(),
     ("TrainingRuntime", TRAINER_API),
     *(("PodGroup", _podgroups.api_version(gang)) for gang in _podgroups.GANG_SCHEDULERS),
+    ("PodGroup", _native.API_VERSION),
+    ("Workload", _native.API_VERSION),
     ("Pod", "v1"),
 )
 # what a removal waits for until gone besides pods: a TrainJob is deleted in the background (no update
@@ -119,6 +130,8 @@ def pods(ns: str, name: str, run_id: str, replicas: int, resources: dict, gang: 
     docs, annotations, pod_labels = [], {}, dict(labels)
     if gang in _podgroups.LABEL_GANG_SCHEDULERS:
         pod_labels.update({LABEL_GANG_NAME: name, LABEL_GANG_MIN: str(replicas)})
+    elif gang in _podgroups.NATIVE_GANG_SCHEDULERS:
+        docs += [_native.workload(ns, name, labels, replicas), _native.podgroup(ns, name, name, labels, replicas)]
     elif gang:
         spec = {"minMember": replicas}
         if gang == "volcano":
@@ -149,7 +162,37 @@ def pods(ns: str, name: str, run_id: str, replicas: int, resources: dict, gang: 
                 },
             }
         )
+        if gang in _podgroups.NATIVE_GANG_SCHEDULERS:
+            _native.join(docs[-1]["spec"], name)
     return docs, f"gangsched.kubeflow/gang={name}"
+
+
+def indexed_job(ns: str, name: str, run_id: str, replicas: int, resources: dict, gang: str | None):
+    """An Indexed batch/v1 Job of ``replicas`` pods run at once; ``gang`` native: the Job controller puts them in
+    one native gang (its Workload and PodGroup, the Job integration), None: no gang (the control)."""
+    labels = {RUN_LABEL: run_id, "gangsched.kubeflow/gang": name}
+    job = {
+        "apiVersion": JOB_API["Job"],
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": replicas,
+            "parallelism": replicas,
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "restartPolicy": "Never",
+                    "containers": [_container("member", resources)],
+                },
+            },
+        },
+    }
+    if gang in _podgroups.NATIVE_GANG_SCHEDULERS:
+        job = _native.gang_job(job)
+    return [job], f"gangsched.kubeflow/gang={name}"
 
 
 def _replica(n: int, container: str, resources: dict, labels: dict, restart: str = "Never") -> dict:

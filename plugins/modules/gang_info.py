@@ -135,6 +135,62 @@ device_plugins:
   type: list
   elements: dict
   sample: []
+native_gang:
+  description:
+    - kube-scheduler's own gang scheduling (Workload and PodGroup of C(scheduling.k8s.io)), off by default. Read from the
+      API group's discovery; the Workloads and PodGroups only where this collection's version (C(v1beta1), Kubernetes
+      1.37) is served, and the control plane's gates only where its static pods are seen (kubeadm's mirror pods in
+      C(kube-system)); on a managed control plane those are null.
+    - RV(problems) names a kube-scheduler or kube-controller-manager seen without the C(GenericWorkload) gate while
+      the API is served, and a Job the Job controller cannot give its PodGroup (Kubernetes 1.37.2 with a C(system-*)
+      priority class); a native gang bound in part is among RV(partial_gangs).
+  returned: always
+  type: dict
+  contains:
+    served_versions:
+      description: The Workload API versions served (C(v1alpha1) 1.35, C(v1alpha2) 1.36, C(v1beta1) 1.37); empty when off.
+      returned: always
+      type: list
+      elements: str
+      sample: ["v1beta1"]
+    version:
+      description: C(v1beta1) when it is served with its Workloads and PodGroups, else null.
+      returned: always
+      type: str
+      sample: v1beta1
+    supported:
+      description: Whether this collection can prove the native gang here (M(gangsched.kubeflow.gang_smoke_test)
+        with O(gangsched.kubeflow.gang_smoke_test#module:gang_scheduler=native)).
+      returned: always
+      type: bool
+      sample: true
+    unsupported_reason:
+      description: Why not, with what to turn on; null when supported.
+      returned: always
+      type: str
+      sample: null
+    kube_scheduler_gate:
+      description: Whether kube-scheduler's static pod runs with C(GenericWorkload=true); null where it is not seen.
+      returned: always
+      type: bool
+      sample: true
+    job_integration:
+      description: Whether the Job controller gangs Jobs (C(WorkloadWithJob) on kube-controller-manager, or a Workload
+        it made); null where neither is seen.
+      returned: always
+      type: bool
+      sample: null
+    podgroups:
+      description: How many native PodGroups exist; null where the API is not served.
+      returned: always
+      type: int
+      sample: 2
+    held_podgroups:
+      description: The native PodGroups kube-scheduler refuses for now (a gang waiting for room), with its reason.
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"podgroup": "ml/train", "message": "minCount (5) cannot be satisfied: 4 scheduled, 0 remaining"}]
 trainer:
   description: Kubeflow Trainer v2 (TrainJob, TrainingRuntime, ClusterTrainingRuntime).
   returned: always

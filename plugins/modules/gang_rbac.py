@@ -55,8 +55,10 @@ options:
         the schedulers' own components imply it.
       - For V(trainer), the PodGroups of that scheduler's group are writable and the other group's readable (Trainer
         watches the PodGroups of every kind whose CRD exists when it starts). V(jobset) has the same rights for both.
+      - V(native) (kube-scheduler's own gang) is refused before any change, as no Kubeflow component writes its Workloads
+        and PodGroups, and kube-scheduler's own rights on them are Kubernetes' bootstrap RBAC.
     type: str
-    choices: [volcano, scheduler_plugins, koordinator]
+    choices: [volcano, scheduler_plugins, koordinator, native]
   service_account:
     description:
       - The ServiceAccount the component's pods run as. Defaults per component (for example C(kubeflow/training-operator)).

@@ -93,8 +93,15 @@ options:
         pods (or every member replica's pod template of a job) carry C(pod-group.scheduling.sigs.k8s.io/name),
         C(pod-group.scheduling.sigs.k8s.io/min-available) and the scheduler name (filter
         P(gangsched.kubeflow.label_gang#filter)); a job's operator must run without a gang flag.
+      - V(native) tests kube-scheduler's own gang scheduling (Kubernetes 1.37, C(scheduling.k8s.io/v1beta1)) with a
+        Workload and a PodGroup the pods join by C(spec.schedulingGroup), or with O(workload=job) the PodGroup the Job
+        controller makes. The API must be served (refused before anything is created where it is not, or only at
+        1.35's or 1.36's versions); the liveness canary must be bound and its PodGroup marked scheduled by
+        kube-scheduler (C(PodGroupInitiallyScheduled)), so a kube-scheduler without the gang plugin is named, and both
+        held verdicts need kube-scheduler's own decision on the gang's PodGroup. Only with O(workload=pods) or
+        O(workload=job).
     type: str
-    choices: [volcano, scheduler_plugins, koordinator]
+    choices: [volcano, scheduler_plugins, koordinator, native]
   scheduler_name:
     description: The scheduler-plugins or koord-scheduler profile name; derived from the running scheduler when not set.
     type: str
@@ -104,9 +111,13 @@ options:
         O(gang_scheduler=koordinator), without one).
       - V(trainjob) is a Kubeflow Trainer v2 TrainJob; Trainer has no gang flag, its runtime's
         C(podGroupPolicy) makes the gang (see the description and O(trainer_runtime)).
+      - V(job) is an Indexed C(batch/v1) Job of O(replicas) pods run at once, with
+        C(spec.scheduling.schedulingPolicy.gang), which the Job controller makes one native gang of (the
+        C(WorkloadWithJob) feature gate); only with O(gang_scheduler=native). Without the Job integration the
+        verdict is V(error) naming the gate.
     type: str
     default: pods
-    choices: [pods, pytorchjob, tfjob, mpijob, trainjob]
+    choices: [pods, job, pytorchjob, tfjob, mpijob, trainjob]
   trainer_runtime:
     description:
       - With O(workload=trainjob), the name of an existing ClusterTrainingRuntime to prove instead of a
@@ -209,6 +220,12 @@ EXAMPLES = r"""
     replicas: 4
     expect: running
     report_dir: reports/
+
+- name: Prove kube-scheduler's own gang (Kubernetes 1.37 with the GenericWorkload gate) holds 5 pods on 4 GPUs
+  gangsched.kubeflow.gang_smoke_test:
+    gang_scheduler: native
+    replicas: 5
+    expect: pending
 
 - name: Remove what interrupted smoke runs left behind, in all namespaces
   gangsched.kubeflow.gang_smoke_test:
@@ -327,7 +344,10 @@ gang:
     - C(not_rejected) lists the unbound members the scheduler did not mark unschedulable after the whole
       gang existed (what an V(inconclusive) verdict misses).
     - C(podgroup) (O(workload=trainjob)) is Trainer's PodGroup as the verdict relied on it (C(name),
-      C(min_member), C(owners)); null when none was seen.
+      C(min_member), C(owners)); null when none was seen. With O(gang_scheduler=native) it is the gang's PodGroup
+      (C(name), and C(scheduled), kube-scheduler's decision on it as last read, C(True), C(False) or null), and
+      C(podgroup_scheduled) says whether kube-scheduler ever marked it scheduled, which V(gang_held_running) needs
+      on that path.
   returned: when the test ran
   type: dict
   sample: {"verdict": "gang_held_pending", "bound": [], "held_pending_by": "rejected",
@@ -369,7 +389,7 @@ def argument_spec() -> dict:
         state=dict(type="str", default="present", choices=["present", "absent"]),
         gang_scheduler=dict(type="str", choices=list(GANG_PATHS)),
         scheduler_name=dict(type="str"),
-        workload=dict(type="str", default="pods", choices=["pods", "pytorchjob", "tfjob", "mpijob", "trainjob"]),
+        workload=dict(type="str", default="pods", choices=["pods", "job", "pytorchjob", "tfjob", "mpijob", "trainjob"]),
         trainer_runtime=dict(type="str"),
         replicas=dict(type="int", default=2),
         resources=dict(type="dict", default={"nvidia.com/gpu": 1}),

@@ -59,13 +59,16 @@ options:
         the operators' PodGroups are of kinds koord-scheduler ignores, so a job would start partially. Koordinator
         gangs are formed by labels on the pod templates (filter P(gangsched.kubeflow.label_gang#filter)), with no
         operator flag.
+      - V(native) (kube-scheduler's own gang, Workload and PodGroup of C(scheduling.k8s.io)) is refused before any
+        change, as no Kubeflow operator can put its pods in one yet (filter P(gangsched.kubeflow.native_gang#filter) for
+        pods and Jobs you submit yourself).
       - V(original) puts back the container's command and args as they were before this module first
         changed them (recorded then in the Deployment annotation C(gangsched.kubeflow/original-argv)) and
         drops the record; with nothing recorded, or no such Deployment (an uninstall where the operator
         never ran), it changes nothing and warns.
     type: str
     required: true
-    choices: [volcano, scheduler_plugins, koordinator, none, original]
+    choices: [volcano, scheduler_plugins, koordinator, native, none, original]
   scheduler_name:
     description:
       - The flag's value. Derived when not set (see description); must be V(volcano) or unset for Volcano.

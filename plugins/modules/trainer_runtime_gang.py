@@ -76,9 +76,11 @@ options:
       - V(koordinator) is refused before any API call. Koordinator forms a gang from labels on the pods, and its size
         would have to be each TrainJob's C(numNodes), which a runtime shared by TrainJobs of every size cannot hold;
         Trainer's podGroupPolicy has no Koordinator policy.
+      - V(native) (kube-scheduler's own gang) is refused before any API call, as Trainer makes neither its Workload nor
+        its PodGroup, nor sets C(spec.schedulingGroup) on the pods.
     type: str
     required: true
-    choices: [volcano, scheduler_plugins, koordinator]
+    choices: [volcano, scheduler_plugins, koordinator, native]
   scheduler_name:
     description:
       - The C(schedulerName) of the pods. Derived when not set (see description); must be V(volcano) or unset for

@@ -39,7 +39,8 @@ def test_site_installs_and_proves_koord_scheduler(lab):
     assert pgs["items"] == [], "label gangs need no PodGroup object"
 
     again = playbook(lab, "site", "--skip-tags", "smoke", **KOORD)
-    assert again.rc == 0 and again.changed() == [], again.changed()
+    assert again.rc == 0, again.failures()
+    assert again.changed() == [], again.changed()
     assert again.writers_run() == [], again.writers_run()
 
 

@@ -35,7 +35,8 @@ def test_second_scheduler(lab):
     assert _flag(lab) == ["--gang-scheduler-name=scheduler-plugins-scheduler"]
     assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
     again = playbook(lab, "site", **SP)
-    assert again.rc == 0 and again.changed() == [], again.changed()
+    assert again.rc == 0, again.failures()
+    assert again.changed() == [], again.changed()
     assert again.writers_run() == [], again.writers_run()
 
 
@@ -126,7 +127,8 @@ def test_default_scheduler_and_restore(lab):
     assert _flag(lab) == ["--gang-scheduler-name=default-scheduler"]
     assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
     again = playbook(lab, "site", **DEFAULT)
-    assert again.rc == 0 and again.changed() == [], again.changed()
+    assert again.rc == 0, again.failures()
+    assert again.changed() == [], again.changed()
     gone = playbook(lab, "uninstall", **DEFAULT)
     assert gone.rc == 0, gone.failures()
     assert manifest.read_bytes() == original

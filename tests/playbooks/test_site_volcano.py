@@ -295,7 +295,8 @@ def test_render_matches_the_cluster_and_applies(lab, tmp_path):
         assert p.returncode == 0, f"{d.name}: {p.stderr[-2000:]}"
     # rendering again rewrites the same files: nothing changed
     again = playbook(lab, "render", gangsched_render_dir=str(out))
-    assert again.rc == 0 and again.changed() == [], again.changed()
+    assert again.rc == 0, again.failures()
+    assert again.changed() == [], again.changed()
 
 
 # rights no gang component needs, whatever its install: RBAC escalation, impersonation, node deletion,
@@ -405,4 +406,5 @@ def test_uninstall_puts_the_operators_back(lab):
     ]
     assert left == [], left
     again = playbook(lab, "uninstall")
-    assert again.rc == 0 and again.changed() == [], again.changed()
+    assert again.rc == 0, again.failures()
+    assert again.changed() == [], again.changed()

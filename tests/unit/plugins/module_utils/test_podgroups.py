@@ -60,11 +60,13 @@ def test_the_table_is_the_one_the_others_use():
     assert list(_podgroups.CRDS) == [t[1] for t in TABLE]  # gang_info reads them in this order
     # the member keys, each once, in table order (gang_info's gang keys start with them)
     assert _podgroups.member_keys() == [TABLE[0][3], TABLE[1][3], TABLE[3][3]]
-    # every kind a smoke run creates and sweeps: the gang schedulers' PodGroups
+    # every kind a smoke run creates and sweeps: the gang schedulers' PodGroups, and the native gang's
     assert [v for k, v in _workloads.RUN_KINDS if k == "PodGroup"] == [
         "scheduling.volcano.sh/v1beta1",
         "scheduling.x-k8s.io/v1alpha1",
+        "scheduling.k8s.io/v1beta1",
     ]
+    assert ("Workload", "scheduling.k8s.io/v1beta1") in _workloads.RUN_KINDS
     assert (_rbac.VC, _rbac.SP) == ("scheduling.volcano.sh", "scheduling.x-k8s.io")
     # the PodGroup of every gang scheduler the modules take is known, and every scheduler found has one
     assert set(_podgroups.GANG_SCHEDULERS) <= set(_podgroups.PODGROUPS)
