@@ -6,8 +6,6 @@ dry-run it), wait, and report. Returns data; raises GangError. Not a public API.
 
 from __future__ import annotations
 
-import time
-
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _flags,
     _images,
@@ -20,8 +18,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError
 
-CONFLICT_RETRIES = 6
-CONFLICT_BACKOFF = 0.2  # seconds before the first re-read; doubles each time
+CONFLICT_RETRIES = _service.CONFLICT_RETRIES
 
 
 def _surgery(op_spec: dict, container: dict, value: str | None, dep: dict, what: str, gang: str) -> _flags.Surgery:
@@ -186,7 +183,15 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     before = {"container": container["name"], "command": container.get("command"), "args": container.get("args")}
     result = None
     conflicts = 0
-    for attempt in range(CONFLICT_RETRIES):
+    for attempt in _service.conflict_attempts(what):
+        if attempt:
+            # someone else wrote in between (a user, or the controller's own status update): re-read and redo the
+            # surgery on what is there now, so their change is kept
+            conflicts += 1
+            dep = _service.get_deployment(client, ns, name)
+            container = _service.container_of(dep, params.get("container"), spec["container"])
+            if gang != "original":
+                check_container(op, container, params, f"{what} container {container['name']}")
         surgery = _surgery(spec, container, value, dep, f"{what} container {container['name']}", gang)
         if not surgery.changed:
             break
@@ -203,16 +208,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
             )
             break
         except Conflict:
-            # someone else wrote in between (a user, or the controller's own status update): back off,
-            # re-read and redo the surgery on what is there now, so their change is kept
-            conflicts += 1
-            time.sleep(min(2.0, CONFLICT_BACKOFF * 2**attempt))
-            dep = _service.get_deployment(client, ns, name)
-            container = _service.container_of(dep, params.get("container"), spec["container"])
-            if gang != "original":
-                check_container(op, container, params, f"{what} container {container['name']}")
-    else:
-        raise GangError(f"Failed to patch {what}: it kept changing under us ({CONFLICT_RETRIES} conflicts in a row)")
+            continue
 
     if result is not None:
         new_c = _service.container_of(result, container["name"], container["name"])

@@ -8,8 +8,6 @@ report. Returns data; raises GangError. Not a public API."""
 
 from __future__ import annotations
 
-import time
-
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _native,
     _operators,
@@ -20,8 +18,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError, NotFound
 
-CONFLICT_RETRIES = 6
-CONFLICT_BACKOFF = 0.2  # seconds before the first re-read; doubles each time
+CONFLICT_RETRIES = _service.CONFLICT_RETRIES
 NOTHING = "; nothing was changed"
 SHOWN = 5  # TrainJobs named in a warning
 
@@ -240,15 +237,8 @@ def write(client, method: str, path: str, body: dict | None, dry_run: bool, what
     return client.request(method, path, body=body, query=query, what=what)
 
 
-def _backoff(attempt: int) -> None:
-    time.sleep(min(2.0, CONFLICT_BACKOFF * 2**attempt))
-
-
-def _kept_changing(what: str) -> GangError:
-    return GangError(
-        f"Failed to write {what}: it kept changing under us ({CONFLICT_RETRIES} conflicts in a row); run the task "
-        "again once whoever else writes it is done" + NOTHING
-    )
+# what a write that kept meeting Conflicts says to do
+AGAIN = "; run the task again once whoever else writes it is done" + NOTHING
 
 
 def desired(source: dict, gang: str, sname: str, params: dict, in_place: bool) -> tuple[dict, list[str]]:
@@ -279,7 +269,7 @@ def present(client, params: dict, check_mode: bool, warn, kind: str, version: st
     what = _runtimes.ref(kind, ns, target or name)
     before = result = None
     changes: list[str] = []
-    for attempt in range(CONFLICT_RETRIES):
+    for _attempt in _service.conflict_attempts(what, AGAIN):
         source = read_runtime(client, kind, version, ns, name)
         out, changes = desired(source, gang, sname, params, in_place=not target)
         if target:
@@ -317,9 +307,7 @@ def present(client, params: dict, check_mode: bool, warn, kind: str, version: st
             break
         except Conflict:
             # someone wrote in between (or made the copy meanwhile): re-read and redo it on what is there now
-            _backoff(attempt)
-    else:
-        raise _kept_changing(what)
+            continue
     changed = _runtimes.view(result) != _runtimes.view(before)
     if not changed:
         changes = []
@@ -338,7 +326,7 @@ def absent_copy(client, params: dict, check_mode: bool, warn, kind: str, version
     what = _runtimes.ref(kind, ns, target)
     path = _runtimes.path(kind, version, ns, target)
     before = None
-    for attempt in range(CONFLICT_RETRIES):
+    for _attempt in _service.conflict_attempts(what, AGAIN):
         before = client.get_or_none(path, what)
         if before is None:
             return _result(False, None, [], gang, params.get("scheduler_name"), kind, None, None)
@@ -358,9 +346,7 @@ def absent_copy(client, params: dict, check_mode: bool, warn, kind: str, version
         except NotFound:
             return _result(False, None, [], gang, params.get("scheduler_name"), kind, None, None)
         except Conflict:
-            _backoff(attempt)
-    else:
-        raise _kept_changing(what)
+            continue
     warn_trainjobs(client, kind, version, ns, target, warn, deleting=True)
     return _result(True, None, [f"{what} deleted"], gang, params.get("scheduler_name"), kind, before, None)
 
@@ -384,7 +370,7 @@ def absent_in_place(client, params: dict, check_mode: bool, warn, kind: str, ver
             ) from e
     result = None
     changes: list[str] = []
-    for attempt in range(CONFLICT_RETRIES):
+    for attempt in _service.conflict_attempts(what, AGAIN):
         if attempt:
             before = client.get_or_none(path, what)
             if before is None:
@@ -400,9 +386,7 @@ def absent_in_place(client, params: dict, check_mode: bool, warn, kind: str, ver
             result = write(client, "PUT", path, _body(out), check_mode, what)
             break
         except Conflict:
-            _backoff(attempt)
-    else:
-        raise _kept_changing(what)
+            continue
     changed = _runtimes.view(result) != _runtimes.view(before)
     if changed:
         warn_trainjobs(client, kind, version, ns, name, warn)

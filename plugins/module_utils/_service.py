@@ -8,11 +8,30 @@ to it elsewhere). Raises, never fails a module. Not a public API."""
 
 from __future__ import annotations
 
+import time
+
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _discovery, _operators, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError, NotFound
 
 FIELD_MANAGER = "gangsched.kubeflow"
+# a write refused with Conflict (someone else wrote in between) is redone on a fresh read this many times in all
+CONFLICT_RETRIES = 6
+CONFLICT_BACKOFF = 0.2  # seconds before the second attempt; doubles each time, at most 2 s
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gangsched.kubeflow"}
+
+
+def conflict_attempts(what: str, advice: str = ""):
+    """The attempts of a read-modify-write that a Conflict redoes: ``for attempt in conflict_attempts(what):`` read
+    (again when ``attempt``), write and ``break``; on Conflict go round again. Backs off before each attempt after
+    the first; after CONFLICT_RETRIES attempts without a ``break``, raises GangError naming ``what`` (and ``advice``).
+    """
+    for attempt in range(CONFLICT_RETRIES):
+        if attempt:
+            time.sleep(min(2.0, CONFLICT_BACKOFF * 2 ** (attempt - 1)))
+        yield attempt
+    raise GangError(
+        f"Failed to write {what}: it kept changing under us ({CONFLICT_RETRIES} conflicts in a row){advice}"
+    )
 
 
 # ---- objects ----------------------------------------------------------------------------------------

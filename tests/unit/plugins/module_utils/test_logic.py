@@ -451,3 +451,21 @@ def test_forbidden_podgroup_create_names_the_call_and_the_service_account():
     assert _diagnosis.forbidden_podgroup_create(none, "mpijob", "volcano", "smoke") is None and none.reviews == []
     # a caller without the right to ask gets None (the verdict then gives the general advice)
     assert _diagnosis.forbidden_podgroup_create(ReviewClient(may_ask=False), "tfjob", "volcano", "smoke") is None
+
+
+def test_conflict_attempts_back_off_and_give_up_naming_the_object(monkeypatch):
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _service
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+
+    slept: list[float] = []
+    monkeypatch.setattr(_service.time, "sleep", slept.append)
+    seen = []
+    with pytest.raises(GangError, match=r"Failed to write Deployment a/b: it kept changing under us \(6 conflicts"):
+        for attempt in _service.conflict_attempts("Deployment a/b", "; try later"):
+            seen.append(attempt)
+    assert seen == list(range(_service.CONFLICT_RETRIES)) and slept == [0.2, 0.4, 0.8, 1.6, 2.0]
+    slept.clear()
+    for attempt in _service.conflict_attempts("x"):
+        if attempt == 1:
+            break
+    assert slept == [0.2]  # a break after a re-try: no error, one back-off

@@ -8,7 +8,7 @@ import copy
 
 import pytest
 import yaml
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _runtime_gang, _runtimes
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _runtime_gang, _runtimes, _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError, NotFound
 
 CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
@@ -228,7 +228,7 @@ def _run(cluster: FakeCluster, check_mode=False, **params):
 
 @pytest.fixture(autouse=True)
 def _no_sleep(monkeypatch):
-    monkeypatch.setattr(_runtime_gang.time, "sleep", lambda s: None)
+    monkeypatch.setattr(_service.time, "sleep", lambda s: None)
 
 
 # ---- refused before any API call ------------------------------------------------------------------------
