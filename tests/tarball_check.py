@@ -32,7 +32,7 @@ REQUIRED = [
     "changelogs/config.yaml",
     "meta/runtime.yml",
     "plugins/modules/gang_info.py",
-    "plugins/module_utils/_client.py",
+    "plugins/module_utils/k8s/_client.py",
     "plugins/filter/gang.py",
     "plugins/test/gang.py",
     "roles/volcano/meta/argument_specs.yml",

@@ -14,7 +14,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _capacity,
     _flags,
-    _gang_rbac,
     _manifests,
     _native,
     _operators,
@@ -25,6 +24,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _workloads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_rbac
 
 CONFIG_VOLUME = "gangsched-scheduler-config"
 CONFIG_HASH_ANNOTATION = "gangsched.kubeflow/scheduler-config-hash"

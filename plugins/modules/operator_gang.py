@@ -198,10 +198,10 @@ diff:
   sample: {"before": {"args": null, "command": ["/manager"]}, "after": {"command": ["/manager", "--gang-scheduler-name=volcano"]}}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._module import cluster_entry, with_auth
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._operator_gang import run
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._podgroups import GANG_PATHS
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._operator_gang import run
 
 
 def argument_spec() -> dict:

@@ -187,7 +187,7 @@ import traceback
 
 from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _manifests
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._execute import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
 
 try:
     import yaml

@@ -321,8 +321,9 @@ def test_least_privilege_audit(lab):
     """After site.yml: every ServiceAccount of the installed components is bound to no wildcard rule and
     to none of NEVER (SubjectAccessReview); the collection's own ClusterRoles hold exactly their table's
     rules, and each of those is allowed."""
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac, _service
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import Client
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import Client
 
     api = kube.api(lab)
     client = Client(api)

@@ -44,7 +44,7 @@ class KeyCollector:
             imports = {}
             for n in tree.body:
                 if isinstance(n, ast.ImportFrom) and n.module and ".plugins.module_utils." in n.module:
-                    util = UTILS / (n.module.rsplit(".", 1)[1] + ".py")
+                    util = UTILS.joinpath(*n.module.split(".plugins.module_utils.", 1)[1].split(".")).with_suffix(".py")
                     imports.update({a.asname or a.name: (util, a.name) for a in n.names})
             self.files[path] = (functions, imports)
         return self.files[path]

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 from ansible.plugins.filter.core import get_hash
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _crd_apply, _crds
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _crds
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _crd_apply
 
-from tests.unit.plugins.module_utils.test_ready import Clock
+from tests.unit.plugins.module_utils.runners.test_ready import Clock
 
 PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
@@ -156,7 +157,7 @@ def test_the_apply_body_is_the_one_each_client_version_sends_whole(monkeypatch, 
     # before 25 the client's REST layer refuses a dict for an apply patch and passes bytes through; from 25 it
     # JSON-encodes whatever it is handed (so bytes or a text would arrive as something else than the object)
     import kubernetes
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _client
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client
 
     monkeypatch.setattr(kubernetes, "__version__", version)
     sent = {}

@@ -9,7 +9,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _discovery, _info, _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _discovery
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
 
 SP_CONFIG = """
 profiles:

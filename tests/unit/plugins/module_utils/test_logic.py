@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _info, _rbac, _sweep, _waiter
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _waiter
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _sweep
 
 
 @pytest.mark.parametrize("q,v", [("2", 2), (3, 3), ("500m", 0.5), ("1Ki", 1024), ("1G", 1e9), ("1.5", 1.5)])
@@ -98,7 +101,7 @@ def test_trainer_writes_the_podgroups_of_its_scheduler_and_reads_the_others(gang
 def test_default_scheduler_gets_coscheduling_rights_from_the_second_schedulers_table():
     """One source: the default kube-scheduler's Coscheduling rights are the PodGroup rules of the
     scheduler-plugins scheduler, bound to User system:kube-scheduler, nothing else."""
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _gang_rbac
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_rbac
 
     role, binding = _gang_rbac.kube_scheduler_objects("gangsched.kubeflow:kube-scheduler:coscheduling")
     second = _rbac.required_rules("scheduler_plugins_scheduler", "scheduler_plugins")
@@ -345,7 +348,7 @@ def test_slim_objects_give_the_same_capacity_and_gangs():
 def test_controller_gone_only_when_nobody_reads_our_pipe(tmp_path):
     import os
 
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils._interrupt import controller_gone
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._interrupt import controller_gone
 
     r, w = os.pipe()
     try:
@@ -380,7 +383,7 @@ class StaleClient:
 
 
 def test_stale_objects_are_found_jobs_first_and_removed():
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _sweep
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _sweep
 
     def obj(ns, name):
         return {"metadata": {"namespace": ns, "name": name}}
@@ -433,7 +436,7 @@ class ReviewClient:
 
 
 def test_forbidden_podgroup_create_names_the_call_and_the_service_account():
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _diagnosis
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis
 
     client = ReviewClient()
     msg = _diagnosis.forbidden_podgroup_create(client, "tfjob", "volcano", "smoke")
@@ -454,8 +457,8 @@ def test_forbidden_podgroup_create_names_the_call_and_the_service_account():
 
 
 def test_conflict_attempts_back_off_and_give_up_naming_the_object(monkeypatch):
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _service
     from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
     slept: list[float] = []
     monkeypatch.setattr(_service.time, "sleep", slept.append)

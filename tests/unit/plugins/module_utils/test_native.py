@@ -4,7 +4,10 @@ of a system-* priority class), as gang_info reports them."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _info, _native
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native, _rbac, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info, _operator_gang, _runtime_gang
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _smoke_input, _verdict
 
 NOW = 1_800_000_000.0
 
@@ -158,15 +161,6 @@ def test_native_info_reads_podgroups_and_names_a_suspect():
 
 
 # ---- the native gang path: versions, objects, the filter's shapes, refusals ---------------------------------------
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import (  # noqa: E402
-    _operator_gang,
-    _rbac,
-    _runtime_gang,
-    _smoke_input,
-    _verdict,
-    _workloads,
-)
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError  # noqa: E402
 
 
 @pytest.mark.parametrize(

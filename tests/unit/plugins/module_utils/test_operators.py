@@ -120,8 +120,8 @@ def test_mpijob_clash(operator, argv, crd, serves, clash):
 
 def test_operator_gang_refuses_koordinator_before_any_call():
     """gang_scheduler=koordinator would make PodGroups koord-scheduler ignores; no client is touched."""
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operator_gang
     from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _operator_gang
 
     with pytest.raises(GangError) as e:
         _operator_gang.run(None, {"operator": "training_operator", "gang_scheduler": "koordinator"}, False, print)

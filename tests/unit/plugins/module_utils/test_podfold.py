@@ -16,14 +16,7 @@ import types
 
 import pytest
 import urllib3
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
-    _capacity,
-    _client,
-    _discovery,
-    _info,
-    _podfold,
-    _podgroups,
-)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _discovery, _podfold, _podgroups
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._capacity import (
     GPU,
     node_ready,
@@ -31,6 +24,8 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._capacity impor
     pod_request,
     quantity,
 )
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
 
 NOW = 1_800_000_000.0
 THRESHOLD = 60

@@ -4,9 +4,10 @@ scheduler name an operator's gang flag must carry."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _images, _info, _operators, _schedulers
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _images, _operators, _schedulers
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._schedulers import derive_scheduler_name
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
 
 SP_SECOND = {"kind": "scheduler_plugins", "ready": True, "gang_profiles": ["scheduler-plugins-scheduler"]}
 SP_DEFAULT = {"kind": "scheduler_plugins", "ready": True, "gang_profiles": ["default-scheduler"]}

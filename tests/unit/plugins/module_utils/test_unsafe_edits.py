@@ -7,15 +7,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
-    _flags,
-    _gang_rbac,
-    _images,
-    _operator_gang,
-    _operators,
-    _rbac,
-)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _images, _operators, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError, NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_rbac, _operator_gang
 
 F = "gang-scheduler-name"
 WHAT = "Deployment kubeflow/training-operator container training-operator"

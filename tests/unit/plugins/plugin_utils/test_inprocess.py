@@ -11,11 +11,11 @@ import json
 from collections import UserDict
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _execute, _module
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _execute, _module
 from ansible_collections.gangsched.kubeflow.plugins.plugin_utils import _inprocess
 
-from tests.unit.plugins.module_utils.test_module import module_args
+from tests.unit.plugins.module_utils.k8s.test_module import module_args
 
 NAME = "gangsched.kubeflow.stub"
 SECRET = "s3cr3t-token-value"

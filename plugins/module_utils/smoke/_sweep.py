@@ -11,7 +11,7 @@ import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Forbidden, NotFound
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher
 
 
 def _stale_selector(keep: str | None) -> str:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import traceback
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._client import (
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import (
     AUTH_ARG_SPEC,
     DEFAULT_TIMEOUT,
     Client,
     missing_requirement,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 
 API_ARG_SPEC = {"api_timeout": dict(type="int", default=DEFAULT_TIMEOUT)}
 

@@ -13,10 +13,9 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _operators,
     _podgroups,
     _schedulers,
-    _service,
-    _waiter,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _waiter
 
 CONFLICT_RETRIES = _service.CONFLICT_RETRIES
 

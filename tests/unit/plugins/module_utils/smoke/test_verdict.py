@@ -3,7 +3,7 @@ lost watch followed by a re-list."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _verdict as V
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict as V
 
 
 def pod(name, rv, node=None, phase="Pending", unschedulable=False):

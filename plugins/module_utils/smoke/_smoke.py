@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import uuid
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _report, _verdict
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._diagnosis import (
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _report, _verdict
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._diagnosis import (
     describe_scheduler,
     not_running_cause,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._interrupt import interrupt_handlers
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._smoke_input import (
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._interrupt import interrupt_handlers
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._smoke_input import (
     check_report_dir,
     expected,
     preflight,
     validate,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._sweep import find_stale, remove_stale, stale_pods
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._trial import Trial, conduct
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._sweep import (
+    find_stale,
+    remove_stale,
+    stale_pods,
+)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._trial import Trial, conduct
 
 
 def run_absent(client, check_mode: bool) -> dict:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operators, _rbac, _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operators, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 VERIFY_SECONDS = 15  # the authorizer's RBAC cache follows a change within a second or two

@@ -8,8 +8,10 @@ import copy
 
 import pytest
 import yaml
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _runtime_gang, _runtimes, _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _runtimes
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError, NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _runtime_gang
 
 CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
 TR = "/apis/trainer.kubeflow.org/v1alpha1/"

@@ -14,9 +14,9 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _podgroups,
     _runtimes,
     _schedulers,
-    _service,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError, NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
 CONFLICT_RETRIES = _service.CONFLICT_RETRIES
 NOTHING = "; nothing was changed"

@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
-    _native,
-    _podgroups,
-    _service,
-    _verdict,
-    _workloads,
-)
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._diagnosis import (
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native, _podgroups, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher, wait_pod_bound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._diagnosis import (
     forbidden_podgroup_create,
     gang_cause,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._interrupt import Interrupted, controller_gone
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._sweep import remove_run, wait_namespace_gone
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import Watcher, wait_pod_bound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._interrupt import Interrupted, controller_gone
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._sweep import remove_run, wait_namespace_gone
 
 PODGROUP_WAIT = 30.0
 # Trainer's validating webhook looks a TrainJob's runtime up in its informer cache: a TrainJob created

@@ -8,7 +8,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _report
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _report
 
 HOSTILE = [
     "plain",

@@ -12,8 +12,8 @@ import json
 import tarfile
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _drift
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _drift
 
 DISCOVERY = {
     "/api/v1": {"resources": [{"name": "configmaps", "kind": "ConfigMap", "namespaced": True}]},

@@ -18,10 +18,10 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _readiness,
     _runtimes,
     _schedulers,
-    _service,
     _workloads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
 DEVICE_PLUGIN_IMAGES = {"k8s-device-plugin": "nvidia-device-plugin", "gpu-operator": "gpu-operator"}
 # The k8s-device-plugin image also runs these helpers, which advertise no GPU (the chart's MPS control

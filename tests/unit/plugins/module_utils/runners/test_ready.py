@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _ready
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _ready
 
 CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
 DEP = "/apis/apps/v1/namespaces/vs/deployments/"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._interrupt import Interrupted, interrupt_handlers
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._interrupt import Interrupted, interrupt_handlers
 
 
 def _before_term(signum, frame):

@@ -17,10 +17,10 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _operators,
     _podgroups,
     _schedulers,
-    _service,
     _workloads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
 # namespaces a smoke test does not run in unless allow_system_namespace (the schedulers' own namespaces
 # found in the cluster are added to these)

@@ -11,8 +11,8 @@ import types
 import kubernetes
 import pytest
 import urllib3
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _client
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Conflict, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client
 
 
 def _refused():

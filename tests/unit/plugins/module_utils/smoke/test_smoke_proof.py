@@ -14,16 +14,11 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slots
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
-    _diagnosis,
-    _info,
-    _smoke,
-    _sweep,
-    _trial,
-    _workloads,
-)
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _verdict as V
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Forbidden, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis, _smoke, _sweep, _trial
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict as V
 
 CRD = {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
 NOW = 1_800_000_000.0
@@ -285,7 +280,7 @@ def test_the_canary_is_watched_from_its_create_not_polled():
 
 
 def test_a_canary_deleted_while_watched_is_not_bound():
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import wait_pod_bound
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import wait_pod_bound
 
     class _Deletes:
         def watch(self, path, timeout_seconds, what="", **query):

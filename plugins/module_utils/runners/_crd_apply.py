@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _crds, _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _crds
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
 PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 

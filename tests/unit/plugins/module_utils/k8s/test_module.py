@@ -10,8 +10,8 @@ import contextlib
 import json
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _execute, _module
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _execute, _module
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._readiness impo
     endpoint_ready,
     established,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._waiter import rollout_complete
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import rollout_complete
 
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 

@@ -23,8 +23,8 @@ import time
 import kubernetes
 import pytest
 import yaml
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _client
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client
 from ansible_run import run_module
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
