@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native
-from ansible_run import run_module
+from ansible_run import playbook, run_module
 from kubernetes import client as k
 
 from lab import kube, nodes, procs
@@ -114,6 +114,22 @@ def test_an_indexed_job_the_job_controller_gangs(gated, custom):
     assert held["left_behind"] == [] and _left(gated, custom) == []
     batch = k.BatchV1Api(kube.api(gated))
     assert batch.list_job_for_all_namespaces(label_selector=RUN_LABEL).items == []
+
+
+def test_the_smoke_test_playbook_proves_the_native_gang(gated, custom):
+    """playbooks/smoke_test.yml on a cluster whose control plane runs the native gang: the role sizes the gangs from
+    the free GPUs and proves both verdicts; a Kubeflow workload for it is refused by the role's preflight."""
+    run = playbook(gated, "smoke_test", gangsched_gang_scheduler="native")
+    assert run.rc == 0, run.failures()
+    got = [
+        r["verdict"]
+        for name in ("Fitting gang runs as a whole", "Oversized gang stays entirely Pending")
+        for r in run.results(f"gangsched.kubeflow.gang_smoke_test : {name}")
+    ]
+    assert got == ["gang_held_running", "gang_held_pending"], got
+    assert _left(gated, custom) == []
+    refused = playbook(gated, "smoke_test", gangsched_gang_scheduler="native", gang_smoke_test_workload="pytorchjob")
+    assert refused.rc != 0 and "takes pods or a job" in refused.failures(), refused.failures()
 
 
 def _gang(ns: str, name: str, members: int) -> list[dict]:
