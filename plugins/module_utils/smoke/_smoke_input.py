@@ -17,6 +17,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _operators,
     _podgroups,
     _schedulers,
+    _trainjobs,
     _workloads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
@@ -185,7 +186,7 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     wl = params["workload"]
     crds = [_workloads.JOB_CRDS[wl]] if wl in _workloads.JOB_CRDS else []
     if wl == "trainjob":
-        crds = [(c["crd"], c["label"]) for c in _workloads.TRAINJOB_CONTROLLERS.values()]
+        crds = [(c["crd"], c["label"]) for c in _trainjobs.TRAINJOB_CONTROLLERS.values()]
     for name, op in crds:
         if not _service.crd_established(_service.crd(client, name)):
             raise GangError(
@@ -225,13 +226,13 @@ def trainjob_preflight(client, params: dict, deployments: list[dict], sname: str
     """Trainer and JobSet running (their Deployments, by image), and the user's ClusterTrainingRuntime
     (``trainer_runtime``) read: ``runtime`` (None: the run makes its own), ``runtime_problem`` (why it
     cannot be proven gang-scheduled, with the fix), ``trainer_deployments`` (for the diagnosis)."""
-    missing = _workloads.controllers_missing(deployments)
+    missing = _trainjobs.controllers_missing(deployments)
     if missing:
         raise GangError(f"workload=trainjob needs Kubeflow Trainer v2 and JobSet running: {'; '.join(missing)}")
     out = {
         "runtime": None,
         "runtime_problem": None,
-        "trainer_deployments": _workloads.controllers(deployments)["trainer"],
+        "trainer_deployments": _trainjobs.controllers(deployments)["trainer"],
     }
     name = params.get("trainer_runtime")
     if name:
@@ -243,7 +244,7 @@ def trainjob_preflight(client, params: dict, deployments: list[dict], sname: str
                 "(kubectl get clustertrainingruntimes), or leave trainer_runtime out to prove a runtime the test makes"
             )
         out["runtime"] = rt
-        out["runtime_problem"] = _workloads.runtime_problem(rt, params["gang_scheduler"], sname)
+        out["runtime_problem"] = _trainjobs.runtime_problem(rt, params["gang_scheduler"], sname)
     return out
 
 

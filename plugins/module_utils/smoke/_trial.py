@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native, _podgroups, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native, _podgroups, _trainjobs, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher, wait_pod_bound
@@ -346,7 +346,7 @@ class Trial:
                 f"PodGroup {self.ns}/{name} that Trainer made for TrainJob {self.ns}/{name} has minMember "
                 f"{spec.get('minMember')}, not the TrainJob's {members} pods: the gang would not be all or nothing; "
                 "check the runtime's replicated jobs (numNodes goes to the one labelled "
-                f"{_workloads.ANCESTOR}={_workloads.TRAINER_STEP})"
+                f"{_trainjobs.ANCESTOR}={_trainjobs.TRAINER_STEP})"
             )
         return got
 
@@ -383,7 +383,7 @@ class Trial:
         size = params["replicas"]
         if wl == "trainjob":
             # the control: the same TrainJob on the runtime without podGroupPolicy and schedulerName
-            docs, selector = _workloads.trainjob(
+            docs, selector = _trainjobs.trainjob(
                 self.ns,
                 name,
                 self.run_id,
@@ -393,7 +393,7 @@ class Trial:
                 None if control else self.sname,
                 self.runtime,
             )
-            size = _workloads.trainjob_members(self.runtime, params["replicas"])
+            size = _trainjobs.trainjob_members(self.runtime, params["replicas"])
             job = None if control else docs[-1]
         elif wl == "job":
             docs, selector = _workloads.indexed_job(

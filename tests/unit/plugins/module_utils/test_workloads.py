@@ -5,7 +5,7 @@ label on all of them, and the order a run's kinds are removed in."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _trainjobs, _workloads
 
 NAME, MIN = _workloads.LABEL_GANG_NAME, _workloads.LABEL_GANG_MIN
 
@@ -103,7 +103,7 @@ def _label_levels(rt):
     "gang,sname,policy", [("scheduler_plugins", "sp-sched", "coscheduling"), ("volcano", "volcano", "volcano")]
 )
 def test_smoke_trainjob_runs_on_a_gang_runtime_of_its_own(gang, sname, policy):
-    (rt, job), selector = _workloads.trainjob("ns", "smoke-r-gang", "r", 4, GPU, gang, sname)
+    (rt, job), selector = _trainjobs.trainjob("ns", "smoke-r-gang", "r", 4, GPU, gang, sname)
     assert (rt["kind"], rt["metadata"]["namespace"], rt["metadata"]["name"]) == (
         "TrainingRuntime",
         "ns",
@@ -124,7 +124,7 @@ def test_smoke_trainjob_runs_on_a_gang_runtime_of_its_own(gang, sname, policy):
     assert js["successPolicy"] == {"operator": "All"} and js["startupPolicy"] == {"startupPolicyOrder": "AnyOrder"}
     assert js["network"] == {"enableDNSHostnames": True, "publishNotReadyAddresses": True}
     assert js["replicatedJobs"][0]["template"]["spec"]["completionMode"] == "Indexed"
-    assert js["replicatedJobs"][0]["template"]["metadata"]["labels"][_workloads.ANCESTOR] == "trainer"
+    assert js["replicatedJobs"][0]["template"]["metadata"]["labels"][_trainjobs.ANCESTOR] == "trainer"
     for labels in _label_levels(rt) + [job["metadata"]["labels"]]:
         assert labels[RUN] == "r", labels
     assert job["kind"] == "TrainJob" and job["spec"]["trainer"] == {"numNodes": 4}
@@ -134,12 +134,12 @@ def test_smoke_trainjob_runs_on_a_gang_runtime_of_its_own(gang, sname, policy):
         "name": "smoke-r-gang",
     }
     assert selector == "jobset.sigs.k8s.io/jobset-name=smoke-r-gang"
-    assert _workloads.trainjob_members(None, 4) == 4
+    assert _trainjobs.trainjob_members(None, 4) == 4
 
 
 def test_smoke_trainjob_control_is_the_same_runtime_without_the_gang():
-    (gang_rt, _), _ = _workloads.trainjob("ns", "g", "r", 3, GPU, "scheduler_plugins", "sp-sched")
-    (rt, job), _ = _workloads.trainjob("ns", "c", "r", 3, GPU)
+    (gang_rt, _), _ = _trainjobs.trainjob("ns", "g", "r", 3, GPU, "scheduler_plugins", "sp-sched")
+    (rt, job), _ = _trainjobs.trainjob("ns", "c", "r", 3, GPU)
     assert "podGroupPolicy" not in rt["spec"] and "schedulerName" not in _pod_specs(rt)[0]
     assert _pod_specs(rt)[0]["containers"] == _pod_specs(gang_rt)[0]["containers"]
     assert job["spec"]["runtimeRef"]["name"] == "c" and all(lv[RUN] == "r" for lv in _label_levels(rt))
@@ -159,7 +159,7 @@ def _user_runtime(policy=None, sname=None, jobs=(("node", "trainer"),), depends=
                             else {}
                         ),
                         "template": {
-                            "metadata": {"labels": {_workloads.ANCESTOR: step}} if step else {},
+                            "metadata": {"labels": {_trainjobs.ANCESTOR: step}} if step else {},
                             "spec": {
                                 "template": {
                                     "spec": {
@@ -190,7 +190,7 @@ COSCHED = {"coscheduling": {"scheduleTimeoutSeconds": 60}}
 
 def test_smoke_trainjob_on_a_users_runtime_creates_no_runtime_and_labels_through_runtime_patches():
     user = _user_runtime(COSCHED, "sp-sched", jobs=(("init", None), ("node", "trainer")))
-    (job,), selector = _workloads.trainjob("ns", "g", "r", 4, GPU, "scheduler_plugins", "sp-sched", user)
+    (job,), selector = _trainjobs.trainjob("ns", "g", "r", 4, GPU, "scheduler_plugins", "sp-sched", user)
     assert job["spec"]["runtimeRef"] == {
         "apiGroup": "trainer.kubeflow.org",
         "kind": "ClusterTrainingRuntime",
@@ -207,9 +207,9 @@ def test_smoke_trainjob_on_a_users_runtime_creates_no_runtime_and_labels_through
         assert rj["template"]["metadata"]["labels"][RUN] == "r"
         assert rj["template"]["spec"]["template"]["metadata"]["labels"][RUN] == "r"
     # the initializer's pod is a member too
-    assert _workloads.trainjob_members(user, 4) == 5
+    assert _trainjobs.trainjob_members(user, 4) == 5
     # the control: a TrainingRuntime of the run's, from the user's spec without the gang
-    (copy_, control), _ = _workloads.trainjob("ns", "c", "r", 4, GPU, None, None, user)
+    (copy_, control), _ = _trainjobs.trainjob("ns", "c", "r", 4, GPU, None, None, user)
     assert copy_["kind"] == "TrainingRuntime" and copy_["metadata"]["labels"][RUN] == "r"
     assert "podGroupPolicy" not in copy_["spec"] and all("schedulerName" not in p for p in _pod_specs(copy_))
     assert control["spec"]["runtimeRef"]["kind"] == "TrainingRuntime" and control["spec"]["runtimeRef"]["name"] == "c"
@@ -231,14 +231,14 @@ def test_smoke_trainjob_on_a_users_runtime_creates_no_runtime_and_labels_through
     ids=["no-policy", "other-policy", "no-scheduler-name", "depends-on", "no-trainer-step"],
 )
 def test_a_users_runtime_that_is_no_gang_is_named_with_the_fix(runtime, words):
-    msg = _workloads.runtime_problem(runtime, "scheduler_plugins", "sp-sched")
+    msg = _trainjobs.runtime_problem(runtime, "scheduler_plugins", "sp-sched")
     assert msg and msg.startswith("ClusterTrainingRuntime torch-gang"), msg
     for w in words:
         assert w in msg, msg
 
 
 def test_a_users_gang_runtime_is_no_problem():
-    assert _workloads.runtime_problem(_user_runtime(COSCHED, "sp-sched"), "scheduler_plugins", "sp-sched") is None
+    assert _trainjobs.runtime_problem(_user_runtime(COSCHED, "sp-sched"), "scheduler_plugins", "sp-sched") is None
 
 
 def _dep(image, ready=1, ns="kubeflow-system", name="m"):
@@ -252,14 +252,14 @@ def _dep(image, ready=1, ns="kubeflow-system", name="m"):
 def test_trainjob_needs_trainer_and_jobset_running():
     trainer = _dep("ghcr.io/kubeflow/trainer/trainer-controller-manager:v2.2.0")
     jobset = _dep("registry.k8s.io/jobset/jobset:v0.11.1", ns="jobset-system")
-    assert _workloads.controllers_missing([trainer, jobset]) == []
+    assert _trainjobs.controllers_missing([trainer, jobset]) == []
     staging = _dep("us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset:main")
-    assert _workloads.controllers_missing([trainer, staging]) == []
-    (msg,) = _workloads.controllers_missing([jobset])
+    assert _trainjobs.controllers_missing([trainer, staging]) == []
+    (msg,) = _trainjobs.controllers_missing([jobset])
     assert "no Deployment runs Kubeflow Trainer v2" in msg and "install it" in msg
-    (msg,) = _workloads.controllers_missing([trainer, _dep("registry.k8s.io/jobset/jobset:v0.11.1", ready=0)])
+    (msg,) = _trainjobs.controllers_missing([trainer, _dep("registry.k8s.io/jobset/jobset:v0.11.1", ready=0)])
     assert "JobSet" in msg and "no ready replica" in msg
-    assert _workloads.controllers([trainer, jobset])["trainer"] == [trainer]
+    assert _trainjobs.controllers([trainer, jobset])["trainer"] == [trainer]
 
 
 def test_run_kinds_delete_jobs_before_their_runtimes_podgroups_and_pods():

@@ -14,7 +14,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slots
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _trainjobs, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Forbidden, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis, _smoke, _sweep, _trial
@@ -729,7 +729,7 @@ def test_a_stale_trainjob_is_deleted_before_its_runtime_and_both_are_waited_for(
 
 def test_a_runs_cleanup_deletes_its_trainjob_before_its_runtime_and_waits_for_both():
     client = _Recorder()
-    docs, _sel = _workloads.trainjob("s", "smoke-r-gang", "r", 2, {"nvidia.com/gpu": "1"}, "volcano", "volcano")
+    docs, _sel = _trainjobs.trainjob("s", "smoke-r-gang", "r", 2, {"nvidia.com/gpu": "1"}, "volcano", "volcano")
     left = _sweep.remove_run(client, "s", "r", docs, False, 5, clock=_Clock())
     assert left == []
     assert [(p.rsplit("/", 1)[-1], q["propagationPolicy"]) for p, q in client.deletes] == [
@@ -769,7 +769,7 @@ def test_a_trainjob_refused_until_trainer_has_seen_the_runtime_just_made_is_sent
         clock=_Clock(),
         runtime=user if users_runtime else None,
     )
-    docs, _sel = _workloads.trainjob(
+    docs, _sel = _trainjobs.trainjob(
         "gangsched-smoke", "g", "r1", 2, {"nvidia.com/gpu": "1"}, "volcano", "volcano", trial.runtime
     )
     if users_runtime:
