@@ -283,23 +283,18 @@ def native_info(client, now: float, threshold: float) -> tuple[dict, list[dict]]
         "podgroups": None,
         "held_podgroups": [],
     }
-    try:
-        group = client.get(f"/apis/{_native.GROUP}", what=f"the API group {_native.GROUP}") or {}
-    except NotFound:
-        group = {}
-    listed = [v.get("version") for v in group.get("versions") or []]
+    listed = _service.served_versions(client, _native.GROUP)
     facts["served_versions"] = [v for v in _native.VERSIONS.values() if v in listed]
-    if not facts["served_versions"]:
-        facts["unsupported_reason"] = _native.version_problem([])
-        return facts, []
     facts["unsupported_reason"] = _native.version_problem(facts["served_versions"])
+    if not facts["served_versions"]:
+        return facts, []
     api = f"/apis/{_native.API_VERSION}"
     served: set = set()
     if _native.SUPPORTED_VERSION in facts["served_versions"]:
         try:
             served = {r.get("name") for r in (client.get(api, what="the Workload API") or {}).get("resources") or []}
         except NotFound:
-            served = set()
+            pass  # listed by the group, but its resources not served
     control_plane = client.list_or_empty(
         "/api/v1/namespaces/kube-system/pods",
         what="the control plane's pods in kube-system",
