@@ -21,6 +21,10 @@ from . import versions as V
 from .paths import REPO, state_dir
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runner")
+# the control-plane components the lab runs as processes on the host and also lays out as kubeadm does, as static
+# pod manifests in its manifest directory: the runner follows a changed manifest by starting the component again
+# with the manifest's flags, as the kubelet restarts a hostNetwork static pod (see runner.HostComponent)
+HOST_COMPONENTS = ("kube-apiserver", "kube-controller-manager")
 CONTROL_PLANE_NODE = "lab-control-plane"
 
 
@@ -410,6 +414,8 @@ class Lab:
             ],
         )
 
+        for name in HOST_COMPONENTS:
+            self.write_host_manifest(name)
         self.write_scheduler_manifest()
         log("starting the pod-process runner (runs the kube-scheduler static pod too)")
         runner_env = {"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", "GANGSCHED_LAB_DIR": str(self.root)}
@@ -540,6 +546,48 @@ class Lab:
         path = self.manifests / "kube-scheduler.yaml"
         path.write_text(yaml.safe_dump(pod, sort_keys=False))
         return path
+
+    def write_host_manifest(self, name: str) -> Path:
+        """The kubeadm-style static pod manifest of a component the lab started on the host (``HOST_COMPONENTS``):
+        its image and, as the container's command, the flags it runs with now (``components.json``)."""
+        argv = self.components()[name]["argv"]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "kube-system",
+                "labels": {"component": name, "tier": "control-plane"},
+            },
+            "spec": {
+                "hostNetwork": True,
+                "priorityClassName": "system-node-critical",
+                "containers": [
+                    {"name": name, "image": f"registry.k8s.io/{name}:{V.KUBERNETES}", "command": [name, *argv[1:]]}
+                ],
+            },
+        }
+        path = self.manifests / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(pod, sort_keys=False))
+        return path
+
+    def replace(self, name: str, argv: list[str], log=print) -> bool:
+        """Stop a host component and start it with ``argv`` (its environment kept): what the kubelet does when a
+        static pod's manifest changes. True once it is up (kube-apiserver: ready; the others: alive for 2 s), False
+        (said through ``log``) when it exits or is not ready within 60 s."""
+        if name not in HOST_COMPONENTS:
+            raise LabError(f"{name!r} is not a component the lab runs from a manifest; one of: {HOST_COMPONENTS}")
+        env = (self.components().get(name) or {}).get("env") or {}
+        procs.stop(self.pid(name))
+        self._start(name, argv, env)
+        t0 = time.monotonic()
+        ready = self._api_ready if name == "kube-apiserver" else (lambda: time.monotonic() - t0 >= 2.0)
+        try:
+            self._wait(ready, name, 60)
+        except LabError as e:
+            log(str(e))
+            return False
+        return True
 
     # ---- down / status -------------------------------------------------------------------------
     def down(self, log=print, remove_state: bool = False) -> list[str]:

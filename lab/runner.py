@@ -8,7 +8,9 @@ for the pod's own ServiceAccount. Pod status follows the process (Running/Ready 
 restarts with back-off, exit codes kept). Deleting the pod stops the process.
 
 It also runs the static pods in ``.lab/manifests`` (the kube-scheduler, kubeadm-style), restarting
-them when their manifest file changes, and keeps a mirror pod for each in the API.
+them when their manifest file changes, and keeps a mirror pod for each in the API. The manifests of
+kube-apiserver and kube-controller-manager there describe the processes the lab runs on the host: a
+changed one starts that component again with the manifest's flags (``HostComponent``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from kubernetes import watch
 
 from . import build, images, podnet, procs
 from . import versions as V
-from .cluster import CONTROL_PLANE_NODE, Lab
+from .cluster import CONTROL_PLANE_NODE, HOST_COMPONENTS, Lab
 from .paths import REPO
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -729,6 +731,94 @@ def expand(value: str, env: dict) -> str:
     return re.sub(r"\$?\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)", repl, value)
 
 
+class HostComponent:
+    """A control-plane component the lab runs on the host (``HOST_COMPONENTS``), followed from its static pod
+    manifest as the kubelet follows a hostNetwork static pod: a manifest whose flags differ from what the component
+    runs with starts it again with them (``Lab.replace``), and its mirror pod reports the process. Unlike a kubelet,
+    it does not start a component that exited by itself or was stopped: the lab's fault tests stop them on purpose,
+    and ``python -m lab restart`` brings them back."""
+
+    def __init__(self, runner: Runner, pod: dict, digest: str):
+        self.runner = runner
+        self.pod = pod
+        md = pod["metadata"]
+        self.ns, self.name = md["namespace"], md["name"]
+        self.component = (md.get("labels") or {}).get("component")
+        containers = pod["spec"].get("containers") or []
+        if len(containers) != 1:
+            raise ValueError(f"{self.component}'s manifest must have one container, it has {len(containers)}")
+        c = containers[0]
+        if images.repository(c.get("image", "")) != self.component:
+            raise ValueError(f"{self.component}'s manifest runs image {c.get('image')!r}, not {self.component}")
+        command = list(c.get("command") or [])
+        self.argv = [str(build.binary_path(self.component)), *command[1:], *(c.get("args") or [])]
+        self.digest = digest
+        self.started_at = now()
+        self.last_status: str | None = None
+
+    def mirror_name(self) -> str:
+        return f"{self.name}-{CONTROL_PLANE_NODE}"
+
+    def follow(self) -> None:
+        """Start the component again when its manifest's flags are not what it runs with."""
+        lab = self.runner.lab
+        running = (lab.components().get(self.component) or {}).get("argv")
+        if running == self.argv:
+            return
+        log(f"{self.component}: its manifest changed; starting it again with: {' '.join(self.argv[1:])[:400]}")
+        up = lab.replace(self.component, self.argv, log=log)
+        self.started_at = now()
+        outcome = "up again" if up else f"did not come up (see: python -m lab logs {self.component})"
+        log(f"{self.component}: {outcome}")
+
+    def status(self) -> dict:
+        alive = procs.alive(self.runner.lab.pid(self.component))
+        cond = "True" if alive else "False"
+        state = (
+            {"running": {"startedAt": self.started_at}}
+            if alive
+            else {"waiting": {"reason": "CrashLoopBackOff", "message": f"{self.component} is not running"}}
+        )
+        return {
+            "phase": "Running",
+            "hostIP": "10.240.0.1",
+            "podIP": "10.240.0.1",
+            "podIPs": [{"ip": "10.240.0.1"}],
+            "startTime": self.started_at,
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Initialized", "status": "True"},
+                {"type": "ContainersReady", "status": cond},
+                {"type": "Ready", "status": cond},
+            ],
+            "containerStatuses": [
+                {
+                    "name": self.pod["spec"]["containers"][0]["name"],
+                    "image": self.pod["spec"]["containers"][0]["image"],
+                    "imageID": "",
+                    "ready": alive,
+                    "restartCount": 0,
+                    "started": alive,
+                    "state": state,
+                }
+            ],
+        }
+
+    def tick(self) -> None:
+        st = self.status()
+        key = json.dumps(st, sort_keys=True)
+        if key == self.last_status:
+            return
+        try:
+            self.runner.core.patch_namespaced_pod_status(self.mirror_name(), self.ns, {"status": st})
+            self.last_status = key
+        except Exception:  # noqa: BLE001 - the API server away (restarting, or stopped by a test): next tick
+            pass
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Nothing to stop: the lab owns the process (``python -m lab down`` stops it)."""
+
+
 class Runner:
     def __init__(self, lab: Lab):
         self.lab = lab
@@ -736,7 +826,8 @@ class Runner:
         self.api = build_client(lab)
         self.core = k.CoreV1Api(self.api)
         self.pods: dict[str, PodRun] = {}  # by ns/name
-        self.static: dict[str, tuple[str, PodRun | None]] = {}  # manifest file -> (hash, run)
+        # manifest file -> (hash, what runs it)
+        self.static: dict[str, tuple[str, PodRun | HostComponent | None]] = {}
         self.lock = threading.RLock()
         # the lab's /24 for pod addresses (claimed by `lab up`); .1 is the host's end, .2-.254 the pods'
         self.subnet = lab.state()["pod_subnet"]
@@ -867,7 +958,11 @@ class Runner:
                 pod.setdefault("metadata", {}).setdefault("namespace", "kube-system")
                 pod["metadata"]["uid"] = digest[:32]
                 pod["spec"]["nodeName"] = CONTROL_PLANE_NODE
-                run = PodRun(self, pod, static=True)
+                if (pod["metadata"].get("labels") or {}).get("component") in HOST_COMPONENTS:
+                    run = HostComponent(self, pod, digest)
+                    run.follow()
+                else:
+                    run = PodRun(self, pod, static=True)
             except Exception as e:  # noqa: BLE001 - a broken manifest: nothing runs, say why
                 log(f"static pod manifest {path} is invalid, not running it: {e}")
                 self.static[path] = (digest, None)

@@ -16,6 +16,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _flags,
     _manifests,
     _native,
+    _native_control_plane,
     _operators,
     _rbac,
     _readiness,
@@ -83,6 +84,45 @@ def native_gang(docs, name: str | None = None, min_count=None):
         return _native.gang_pods(docs, name, min_count)
     except ValueError as e:
         raise AnsibleFilterError(f"native_gang: {e}") from None
+
+
+def native_gang_static_pod(pod, component: str, version: str, job_integration=False, original=None):
+    """A control-plane component's static pod manifest with the native gang's flags set in place."""
+    if component not in _native_control_plane.COMPONENTS:
+        raise AnsibleFilterError(
+            f"native_gang_static_pod: component must be one of {', '.join(_native_control_plane.COMPONENTS)}, "
+            f"got {component!r}"
+        )
+    try:
+        minor = _native_control_plane.parse_version(version)[1]
+        return _native_control_plane.with_gates(pod, component, minor, bool(job_integration), original or None)
+    except ValueError as e:
+        raise AnsibleFilterError(f"native_gang_static_pod: {e}") from None
+
+
+def native_gang_manifest_problem(pod, component: str, version: str) -> str:
+    """Why a static pod manifest is not Kubernetes' own ``component`` at ``version``'s minor; empty when it is."""
+    try:
+        _native_control_plane.component_container(pod, component, _native_control_plane.parse_version(version)[1])
+    except ValueError as e:
+        return str(e)
+    return ""
+
+
+def native_gang_version_problem(version: str) -> str:
+    """Why the collection does not turn the native gang on at this Kubernetes version; empty when it does."""
+    try:
+        return _native_control_plane.version_problem(version) or ""
+    except ValueError as e:
+        raise AnsibleFilterError(f"native_gang_version_problem: {e}") from None
+
+
+def native_gang_job_problem(version: str, jobs=None, cronjobs=None) -> str:
+    """Why the Job integration is not turned on with these Jobs and CronJobs; empty when nothing known breaks."""
+    try:
+        return _native_control_plane.job_integration_problem(version, list(jobs or []), list(cronjobs or [])) or ""
+    except ValueError as e:
+        raise AnsibleFilterError(f"native_gang_job_problem: {e}") from None
 
 
 def trainer_runtime_gang(runtime, gang_scheduler, scheduler_name=None, schedule_timeout=None, queue=None):
@@ -312,6 +352,10 @@ class FilterModule:
             "release_webhooks": release_webhooks,
             "label_gang": label_gang,
             "native_gang": native_gang,
+            "native_gang_static_pod": native_gang_static_pod,
+            "native_gang_version_problem": native_gang_version_problem,
+            "native_gang_manifest_problem": native_gang_manifest_problem,
+            "native_gang_job_problem": native_gang_job_problem,
             "trainer_runtime_gang": trainer_runtime_gang,
             "kube_scheduler_rbac_objects": kube_scheduler_rbac_objects,
             "operator_gang_patch": operator_gang_patch,

@@ -229,6 +229,27 @@ CASES = {
             ["gang_smoke_test_workload=job with gang_smoke_test_gang_scheduler=volcano"],
         ),
     },
+    "native_gang": {
+        "every rule but two": (
+            {
+                "native_gang_wait_timeout": 0,
+                "native_gang_backup_dir": "/etc/kubernetes/manifests/backup",
+                "native_gang_control_plane_hosts": ["nohost"],
+            },
+            [
+                "native_gang_wait_timeout must be seconds > 0",
+                "native_gang_backup_dir (/etc/kubernetes/manifests/backup) must not be inside",
+                "native_gang_control_plane_hosts=['nohost'] names hosts that are not in the inventory",
+            ],
+        ),
+        "the other two": (
+            {"native_gang_static_pod_dir": "manifests", "native_gang_control_plane_hosts": []},
+            [
+                "native_gang_static_pod_dir and native_gang_backup_dir must be absolute paths",
+                "render-only mode writes each control-plane host's manifests, but native_gang_control_plane_hosts",
+            ],
+        ),
+    },
 }
 
 
@@ -251,6 +272,8 @@ def _base(tmp_path, role: str) -> dict:
             "kubeflow_gang_training_operator_crd_src": str(crds),
             "kubeflow_gang_mpi_operator_crd_src": str(crds),
         }
+    if role == "native_gang":
+        return {"native_gang_control_plane_hosts": ["localhost"]}
     return {}
 
 

@@ -1,0 +1,173 @@
+"""site.yml with kube-scheduler's own gang (gangsched_gang_scheduler=native) on a fresh lab whose control plane runs
+upstream's defaults (the Workload API off): the role native_gang turns it on in the control plane's static pod
+manifests, the runner restarts each component from its changed manifest as a kubelet does, and the smoke test proves
+the gang; refusals change nothing; uninstall.yml puts the manifests back byte for byte and the API is off again."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+import yaml
+from ansible_run import module, playbook
+from kubernetes import client as k
+
+from lab import kube
+
+pytestmark = pytest.mark.timeout(1500)
+NATIVE = {"gangsched_gang_scheduler": "native", "native_gang_become": False}
+COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def _manifests(lab) -> dict[str, bytes]:
+    return {c: (lab.manifests / f"{c}.yaml").read_bytes() for c in COMPONENTS}
+
+
+def _gates(lab, component: str) -> list[str]:
+    pod = yaml.safe_load((lab.manifests / f"{component}.yaml").read_text())
+    return [a for a in pod["spec"]["containers"][0]["command"] if a.startswith(("--feature-gates", "--runtime-config"))]
+
+
+def _native(lab) -> dict:
+    return module(lab, "gang_info")["native_gang"]
+
+
+def _diff_after(run, component: str) -> str:
+    """What diff mode showed the component's manifest becoming."""
+    task = "gangsched.kubeflow.native_gang : Component | the manifest with the native gang on lab-control-plane: "
+    task += component
+    return "".join(d.get("after", "") for h in run.results(task) for d in (h.get("diff") or []))
+
+
+def _verdicts(run) -> list[str]:
+    return [
+        r["verdict"]
+        for name in ("Fitting gang runs as a whole", "Oversized gang stays entirely Pending")
+        for r in run.results(f"gangsched.kubeflow.gang_smoke_test : {name}")
+    ]
+
+
+def test_off_by_default_and_refusals_change_nothing(lab):
+    """The lab as users run 1.37 (the API off); a managed control plane (no hosts), a kube-scheduler of another minor
+    and the Job integration next to a system-* Job are each refused with their reason, before any write."""
+    originals = _manifests(lab)
+    assert _native(lab)["served_versions"] == []
+
+    run = playbook(lab, "site", **NATIVE, native_gang_control_plane_hosts=[])
+    assert run.rc != 0
+    assert "ask the provider for: kube-apiserver --feature-gates=GenericWorkload=true" in run.failures(), run.failures()
+
+    sched = lab.manifests / "kube-scheduler.yaml"
+    sched.write_text(originals["kube-scheduler"].decode().replace(":v1.37.", ":v1.36."))
+    try:
+        run = playbook(lab, "site", **NATIVE)
+        assert run.rc != 0
+        assert "not Kubernetes 1.37 like the API server" in run.failures(), run.failures()
+        assert (lab.manifests / "kube-apiserver.yaml").read_bytes() == originals["kube-apiserver"]
+    finally:
+        sched.write_bytes(originals["kube-scheduler"])
+
+    batch = k.BatchV1Api(kube.api(lab))
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "node-check", "namespace": "kube-system"},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "priorityClassName": "system-cluster-critical",
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                }
+            },
+        },
+    }
+    batch.create_namespaced_job("kube-system", job)
+    try:
+        run = playbook(lab, "site", **NATIVE, native_gang_job_integration=True)
+        assert run.rc != 0
+        assert "Job kube-system/node-check (system-cluster-critical)" in run.failures(), run.failures()
+    finally:
+        batch.delete_namespaced_job("node-check", "kube-system", propagation_policy="Background")
+    assert _manifests(lab) == originals
+    assert _native(lab)["served_versions"] == []
+
+
+def test_check_mode_shows_the_flags_and_writes_nothing(lab):
+    originals = _manifests(lab)
+    run = playbook(lab, "site", check=True, **NATIVE)
+    assert run.rc == 0, run.failures()
+    assert "- --runtime-config=scheduling.k8s.io/v1beta1=true" in _diff_after(run, "kube-apiserver"), run.changed()
+    assert _manifests(lab) == originals
+    assert not (lab.root / "backup" / "native-gang").exists()
+
+
+def test_site_turns_the_native_gang_on_and_proves_it(lab):
+    lab.native_originals = _manifests(lab)
+    run = playbook(lab, "site", **NATIVE)
+    assert run.rc == 0, run.failures()
+    assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
+    assert _gates(lab, "kube-apiserver") == [
+        "--feature-gates=GenericWorkload=true",
+        "--runtime-config=scheduling.k8s.io/v1beta1=true",
+    ]
+    assert (
+        _gates(lab, "kube-controller-manager")
+        == _gates(lab, "kube-scheduler")
+        == ["--feature-gates=GenericWorkload=true"]
+    )
+    native = _native(lab)
+    assert native["supported"] and native["kube_scheduler_gate"] is True and native["job_integration"] is False, native
+    assert module(lab, "gang_info")["problems"] == []
+    (report,) = run.results("Report | gang scheduling on lab")
+    assert any(line.startswith("native gang (kube-scheduler): v1beta1 served") for line in report["msg"]), report
+
+
+def test_second_run_changes_nothing(lab):
+    run = playbook(lab, "site", **NATIVE)
+    assert run.rc == 0, run.failures()
+    assert run.changed() == [], run.changed()
+
+
+def test_job_integration_on_then_off(lab):
+    """The Job integration asked for: WorkloadWithJob on the API server and kube-controller-manager, and the smoke
+    test's Job workload ganged by the Job controller; asked off again, the manifests are back as before."""
+    before = _manifests(lab)
+    run = playbook(lab, "site", **NATIVE, native_gang_job_integration=True, gang_smoke_test_workload="job")
+    assert run.rc == 0, run.failures()
+    assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
+    assert _gates(lab, "kube-controller-manager") == ["--feature-gates=GenericWorkload=true,WorkloadWithJob=true"]
+    assert _native(lab)["job_integration"] is True
+    run = playbook(lab, "site", "--skip-tags", "smoke", **NATIVE)
+    assert run.rc == 0, run.failures()
+    assert _manifests(lab) == before
+
+
+def test_a_component_that_does_not_come_up_gets_its_manifest_back(lab):
+    """The kubelet frozen (the runner stopped with SIGSTOP): the changed manifest is never run, the wait times out,
+    and the role puts the original back and says so."""
+    before = _manifests(lab)
+    runner = lab.pid("runner")
+    os.kill(runner, signal.SIGSTOP)
+    try:
+        run = playbook(
+            lab, "site", "--skip-tags", "smoke", **NATIVE, native_gang_job_integration=True, native_gang_wait_timeout=9
+        )
+    finally:
+        os.kill(runner, signal.SIGCONT)
+    assert run.rc != 0
+    assert "put back as they were before this run: kube-apiserver" in run.failures(), run.failures()
+    assert _manifests(lab) == before
+
+
+def test_uninstall_puts_the_manifests_back_and_the_api_goes(lab):
+    run = playbook(lab, "uninstall", **NATIVE)
+    assert run.rc == 0, run.failures()
+    assert _manifests(lab) == lab.native_originals
+    assert _native(lab)["served_versions"] == []
+    assert not list((lab.root / "backup" / "native-gang").glob("*.yaml"))
+    again = playbook(lab, "uninstall", **NATIVE)
+    assert again.rc == 0, again.failures()
+    assert again.changed() == [], again.changed()
