@@ -104,6 +104,17 @@ def test_check_mode_shows_the_flags_and_writes_nothing(lab):
     assert not (lab.root / "backup" / "native-gang").exists()
 
 
+def test_render_writes_each_hosts_manifests_and_changes_nothing(lab):
+    originals = _manifests(lab)
+    run = playbook(lab, "render", **NATIVE)
+    assert run.rc == 0, run.failures()
+    host_files = lab.root / "rendered" / "20-native-gang" / "host-files" / "lab-control-plane"
+    rendered = yaml.safe_load((host_files / "kube-apiserver.yaml").read_text())
+    assert "--runtime-config=scheduling.k8s.io/v1beta1=true" in rendered["spec"]["containers"][0]["command"]
+    assert sorted(p.name for p in host_files.iterdir()) == [f"{c}.yaml" for c in sorted(COMPONENTS)]
+    assert _manifests(lab) == originals
+
+
 def test_site_turns_the_native_gang_on_and_proves_it(lab):
     lab.native_originals = _manifests(lab)
     run = playbook(lab, "site", **NATIVE)
