@@ -115,6 +115,14 @@ class Run:
             for h in task["hosts"].values()
         ]
 
+    def verdicts(self) -> list[str]:
+        """The smoke test role's verdicts in this run, the fitting gang's first."""
+        return [
+            r["verdict"]
+            for name in ("Fitting gang runs as a whole", "Oversized gang stays entirely Pending")
+            for r in self.results(f"gangsched.kubeflow.gang_smoke_test : {name}")
+        ]
+
     def facts(self, name: str) -> list:
         """Every value of the fact ``name`` that a task of the run set."""
         return [

@@ -16,19 +16,11 @@ pytestmark = pytest.mark.timeout(1500)
 KOORD = {"gangsched_gang_scheduler": "koordinator"}
 
 
-def _verdicts(run) -> list[str]:
-    return [
-        r["verdict"]
-        for name in ("Fitting gang runs as a whole", "Oversized gang stays entirely Pending")
-        for r in run.results(f"gangsched.kubeflow.gang_smoke_test : {name}")
-    ]
-
-
 def test_site_installs_and_proves_koord_scheduler(lab):
     apps = k.AppsV1Api(kube.api(lab))
     run = playbook(lab, "site", gang_smoke_test_control=True, **KOORD)
     assert run.rc == 0, run.failures()
-    assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
+    assert run.verdicts() == ["gang_held_running", "gang_held_pending"]
     (pending,) = run.results("gangsched.kubeflow.gang_smoke_test : Oversized gang stays entirely Pending")
     assert pending["control"]["verdict"] == "partial", pending["control"]
     assert apps.read_namespaced_deployment("koord-scheduler", "koordinator-system").status.ready_replicas == 1

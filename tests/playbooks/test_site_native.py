@@ -40,14 +40,6 @@ def _diff_after(run, component: str) -> str:
     return "".join(d.get("after", "") for h in run.results(task) for d in (h.get("diff") or []))
 
 
-def _verdicts(run) -> list[str]:
-    return [
-        r["verdict"]
-        for name in ("Fitting gang runs as a whole", "Oversized gang stays entirely Pending")
-        for r in run.results(f"gangsched.kubeflow.gang_smoke_test : {name}")
-    ]
-
-
 def test_off_by_default_and_refusals_change_nothing(lab):
     """The lab as users run 1.37 (the API off); a managed control plane (no hosts), a kube-scheduler of another minor
     and the Job integration next to a system-* Job are each refused with their reason, before any write."""
@@ -119,7 +111,7 @@ def test_site_turns_the_native_gang_on_and_proves_it(lab):
     lab.native_originals = _manifests(lab)
     run = playbook(lab, "site", **NATIVE)
     assert run.rc == 0, run.failures()
-    assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
+    assert run.verdicts() == ["gang_held_running", "gang_held_pending"]
     assert _gates(lab, "kube-apiserver") == [
         "--feature-gates=GenericWorkload=true",
         "--runtime-config=scheduling.k8s.io/v1beta1=true",
@@ -148,7 +140,7 @@ def test_job_integration_on_then_off(lab):
     before = _manifests(lab)
     run = playbook(lab, "site", **NATIVE, native_gang_job_integration=True, gang_smoke_test_workload="job")
     assert run.rc == 0, run.failures()
-    assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
+    assert run.verdicts() == ["gang_held_running", "gang_held_pending"]
     assert _gates(lab, "kube-controller-manager") == ["--feature-gates=GenericWorkload=true,WorkloadWithJob=true"]
     assert _native(lab)["job_integration"] is True
     run = playbook(lab, "site", "--skip-tags", "smoke", **NATIVE)

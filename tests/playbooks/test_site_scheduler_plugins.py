@@ -21,19 +21,11 @@ def _flag(lab) -> list[str]:
     return [a for a in dep.spec.template.spec.containers[0].command if a.startswith("--gang-scheduler-name")]
 
 
-def _verdicts(run) -> list[str]:
-    return [
-        r["verdict"]
-        for name in ("Fitting gang runs as a whole", "Oversized gang stays entirely Pending")
-        for r in run.results(f"gangsched.kubeflow.gang_smoke_test : {name}")
-    ]
-
-
 def test_second_scheduler(lab):
     run = playbook(lab, "site", **SP)
     assert run.rc == 0, run.failures()
     assert _flag(lab) == ["--gang-scheduler-name=scheduler-plugins-scheduler"]
-    assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
+    assert run.verdicts() == ["gang_held_running", "gang_held_pending"]
     again = playbook(lab, "site", **SP)
     assert again.rc == 0, again.failures()
     assert again.changed() == [], again.changed()
@@ -125,7 +117,7 @@ def test_default_scheduler_and_restore(lab):
     assert run.rc == 0, run.failures()
     assert "scheduler-plugins/kube-scheduler" in manifest.read_text()
     assert _flag(lab) == ["--gang-scheduler-name=default-scheduler"]
-    assert _verdicts(run) == ["gang_held_running", "gang_held_pending"]
+    assert run.verdicts() == ["gang_held_running", "gang_held_pending"]
     again = playbook(lab, "site", **DEFAULT)
     assert again.rc == 0, again.failures()
     assert again.changed() == [], again.changed()
