@@ -9,6 +9,7 @@ import time
 
 from . import build as B
 from .cluster import Lab, LabError
+from .paths import state_dir
 
 
 def _cmd_build(a) -> int:
@@ -132,8 +133,16 @@ def _cmd_gpu_node(a) -> int:
     results = []
     try:
         for strategy in a.strategy or ["cdi-cri"]:
+            out = state_dir() / "gpu-node" / strategy if len(a.strategy or []) > 1 else None
             results.append(
-                harness.run(strategy=strategy, mode=a.mode, gpus=a.gpus, role_vars=role_vars, total_timeout=a.timeout)
+                harness.run(
+                    strategy=strategy,
+                    mode=a.mode,
+                    gpus=a.gpus,
+                    role_vars=role_vars,
+                    total_timeout=a.timeout,
+                    out_dir=out,
+                )
             )
     except harness.HarnessError as e:
         print(f"error: {e}", file=sys.stderr)

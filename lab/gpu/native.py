@@ -96,6 +96,11 @@ def build(log=print) -> Path:
     _cc(["-Os", "-static", f"-DVERSION={V.KUBERNETES}", "-o", str(out / "pause"), str(_pause_source(log))], log)
     oci.write_image(out / "pause.tar", PAUSE_IMAGE, {"/pause": out / "pause"}, ["/pause"])
     probe_files = {"/gpu-probe": out / "gpu-probe", **_linked_libraries(out / "gpu-probe")}
+    # what the driver's libnvidia-ml links besides libc (a real driver's, injected by CDI, dlopened by the probe)
+    libc = next(Path(p) for p in probe_files if Path(p).name.startswith("libc.so"))
+    for name in ("libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1"):
+        if (libc.parent / name).exists():
+            probe_files[str(libc.parent / name)] = (libc.parent / name).resolve()
     oci.write_image(out / "gpu-probe.tar", PROBE_IMAGE, probe_files, ["/gpu-probe"])
     (out / ".done").write_text(json.dumps({"kubernetes": V.KUBERNETES, "driver": STANDIN_DRIVER_VERSION}))
     for stale in out.parent.glob("gpu-native-*"):

@@ -406,14 +406,20 @@ def run(spec: dict) -> dict:
             _sh(*ctr, "--local", "--snapshotter", "native", str(Path(spec["native"]) / image))
         mark("containerd")
 
-        cmd, penv = plugin_command(spec)
-        procs.start("nvidia-device-plugin", cmd, penv)
         make_cgroup_root(spec["cgroup_root"])
         (STATE / "kubelet.yaml").write_text(json.dumps(kubelet_config(spec), indent=1))
         procs.start(
             "kubelet",
             [bins["kubelet"], "--config", str(STATE / "kubelet.yaml"), "--hostname-override", "gpu-node", "--v=2"],
         )
+        # the plugin once the kubelet listens, as a DaemonSet's pod starts: a kubelet starting clears its device
+        # plugin directory, the socket of a plugin that came first included, and that plugin registers again only
+        # after its own dial times out
+        kubelet_sock = DEVICE_PLUGINS / "kubelet.sock"
+        _wait("the kubelet's device plugin socket", lambda: kubelet_sock.exists() or procs.check(), spec["timeout"])
+        mark("kubelet")
+        cmd, penv = plugin_command(spec)
+        procs.start("nvidia-device-plugin", cmd, penv)
 
         def registered():
             procs.check()
