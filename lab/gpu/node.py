@@ -44,8 +44,11 @@ class NodeError(RuntimeError):
     pass
 
 
-def _sh(*cmd: str) -> None:
-    p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+def _sh(*cmd: str, timeout: float = 60) -> None:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise NodeError(f"{' '.join(cmd)}: not done within {timeout:.0f}s") from None
     if p.returncode != 0:
         raise NodeError(f"{' '.join(cmd)}: {p.stderr.strip() or p.returncode}")
 
@@ -208,7 +211,7 @@ def runtime_binary(spec: dict) -> str:
     the seccomp profile from what it creates: the kubelet gives every pod sandbox the RuntimeDefault profile,
     which such a runc refuses."""
     runc = spec["binaries"]["runc"]
-    p = subprocess.run([runc, "features"], capture_output=True, text=True, check=False)
+    p = subprocess.run([runc, "features"], capture_output=True, text=True, check=False, timeout=30)
     try:
         seccomp = json.loads(p.stdout).get("linux", {}).get("seccomp", {}).get("enabled", False)
     except ValueError:

@@ -42,7 +42,7 @@ attributes:
 options:
   device_list_strategy:
     description:
-      - The device plugin's device list strategy (the gpu_device_plugin role's O(gpu_device_plugin_device_list_strategy)),
+      - The device plugin's device list strategy (the gpu_device_plugin role's C(gpu_device_plugin_device_list_strategy)),
         to check the container runtime against it - V(cdi-cri) and V(cdi-annotations) need CDI on in containerd,
         V(envvar) the NVIDIA container runtime.
       - Unset, the node is only checked to have one of them.
@@ -71,8 +71,6 @@ requirements:
 seealso:
   - module: gangsched.kubeflow.gang_info
     description: The cluster's view - the nodes' allocatable GPUs and the device plugin DaemonSets.
-  - role: gangsched.kubeflow.gpu_device_plugin
-    description: Installs the device plugin, with its device list strategy and driver root.
 """
 
 EXAMPLES = r"""

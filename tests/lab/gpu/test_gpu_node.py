@@ -16,19 +16,34 @@ from lab.gpu import harness
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the GPU node needs root (namespaces, device nodes)")
 
 
+def _ours(pid: str) -> bool:
+    """Whether a process descends from this test process (a run of another test process is not this one's)."""
+    me = os.getpid()
+    while pid not in ("0", "1"):
+        try:
+            ppid = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("PPid:"))
+        except (OSError, StopIteration):
+            return False
+        pid = ppid.split()[1]
+        if pid == str(me):
+            return True
+    return False
+
+
 def _host_state() -> dict:
-    """What the node must not leave behind: its processes, mounts and cgroups, and the paths it uses inside."""
+    """What the node must not leave behind: the processes, mounts and cgroups of this test process's runs, and the
+    paths the node uses inside."""
     binaries = {str(build.binary_where(n)) for n in ("containerd", "kubelet", "nvidia-device-plugin", "runc")}
     procs = set()
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                if os.readlink(f"/proc/{pid}/exe") in binaries:
+                if os.readlink(f"/proc/{pid}/exe") in binaries and _ours(pid):
                     procs.add(pid)
             except OSError:
                 pass
     mounts = [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if "gpu-node" in line]
-    cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/gangsched-gpu-node-*"))
+    cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob(f"*/gangsched-gpu-node-{os.getpid()}"))
     paths = [
         p for p in ("/run/nvidia/driver", "/var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json") if Path(p).exists()
     ]
