@@ -214,7 +214,7 @@ def parser() -> argparse.ArgumentParser:
     gn.add_argument(
         "--strategy",
         action="append",
-        choices=["cdi-cri", "envvar"],
+        choices=["cdi-cri", "cdi-annotations", "envvar"],
         help="device list strategy to render and prove (repeatable; default cdi-cri)",
     )
     gn.add_argument(

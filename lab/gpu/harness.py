@@ -32,7 +32,7 @@ from . import native
 
 STANDIN_DRIVER_ROOT = "/run/nvidia/driver"
 STANDIN_HOOK = "/run/gangsched-gpu-node/bin/nvidia-cdi-hook"
-STRATEGIES = ("cdi-cri", "envvar")
+STRATEGIES = ("cdi-cri", "cdi-annotations", "envvar")
 PLUGIN_COMMAND = "nvidia-device-plugin"
 _LIB_DIRS = ("usr/lib/x86_64-linux-gnu", "usr/lib64", "lib64", "usr/lib/aarch64-linux-gnu", "usr/local/nvidia/lib64")
 

@@ -107,6 +107,13 @@ def test_envvar_tells_the_pod_its_device(before):
     assert r["pods"]["probes"]["gpu-probe"]["visible_devices"] == r["allocatable"][0]
 
 
+def test_cdi_annotations_inject_the_device(before):
+    r = harness.run(strategy="cdi-annotations", mode="standin", gpus=1, log=lambda *_: None)
+    assert r["ok"], _explain(r)
+    assert r["plugin"]["env"]["DEVICE_LIST_STRATEGY"] == "cdi-annotations"
+    assert r["pods"]["probes"]["gpu-probe"]["nvml"]["gpus"][0]["uuid"] == r["allocatable"][0]
+
+
 TIME_SLICING = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
 
 
