@@ -142,6 +142,7 @@ def _cmd_gpu_node(a) -> int:
                     role_vars=role_vars,
                     total_timeout=a.timeout,
                     out_dir=out,
+                    log=lambda line: print(line, file=sys.stderr),
                 )
             )
     except harness.HarnessError as e:
