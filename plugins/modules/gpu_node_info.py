@@ -49,8 +49,10 @@ options:
     type: str
     choices: [envvar, cdi-cri, cdi-annotations, volume-mounts]
   driver_root:
-    description: Where the driver's files are (V(/), or V(/run/nvidia/driver) for the GPU Operator's driver container);
-      C(nvidia-smi) is looked for under it first.
+    description:
+      - Where the driver's files are (V(/), or V(/run/nvidia/driver) for the GPU Operator's driver container).
+      - C(nvidia-smi) is looked for under it first; a driver container's (under another root than V(/)) runs in that
+        root (C(chroot)), with its own libraries.
     type: path
     default: /
   containerd_config:

@@ -63,14 +63,14 @@ def read_nvml(nvml) -> dict:
             pass
 
 
-def read_smi(run, smi: str) -> dict:
-    """The driver and its GPUs through ``nvidia-smi`` (``run(argv) -> (rc, stdout, stderr)``)."""
-    rc, out, err = run([smi, "--query-gpu=driver_version", "--format=csv,noheader"])
+def read_smi(run, smi: list[str]) -> dict:
+    """The driver and its GPUs through ``nvidia-smi`` (``smi``: its command; ``run(argv) -> (rc, stdout, stderr)``)."""
+    rc, out, err = run([*smi, "--query-gpu=driver_version", "--format=csv,noheader"])
     if rc != 0:
         return {"driver": {"source": None, "error": f"nvidia-smi: {(err or out).strip() or f'exit {rc}'}"}, "gpus": []}
     version = out.strip().splitlines()[0].strip() if out.strip() else None
     query = f"--query-gpu={','.join(_gpu_node.SMI_FIELDS)}"
-    rc, out, err = run([smi, query, "--format=csv,noheader,nounits"])
+    rc, out, err = run([*smi, query, "--format=csv,noheader,nounits"])
     if rc != 0:
         return {"driver": {"source": None, "error": f"nvidia-smi: {(err or out).strip() or f'exit {rc}'}"}, "gpus": []}
     return {"driver": {"source": "nvidia-smi", "version": version}, "gpus": _gpu_node.parse_smi(out)}
@@ -136,7 +136,12 @@ def gather(params: dict, run, nvml, which) -> dict:
     """Everything the module returns. ``nvml``: the pynvml module, or None when nvidia-ml-py is not installed;
     ``which(name, dirs) -> path or None`` finds nvidia-smi and containerd."""
     root = params["driver_root"]
-    smi = which("nvidia-smi", [os.path.join(root, "usr/bin"), os.path.join(root, "bin")])
+    if os.path.normpath(root) != "/" and os.access(os.path.join(root, "usr/bin/nvidia-smi"), os.X_OK):
+        # a driver container's nvidia-smi with its own libraries: run in its root, as the GPU Operator does
+        smi = ["chroot", root, "/usr/bin/nvidia-smi"]
+    else:
+        found = which("nvidia-smi", [os.path.join(root, "usr/bin"), os.path.join(root, "bin")])
+        smi = [found] if found else None
     facts: dict
     if nvml is not None:
         facts = read_nvml(nvml)

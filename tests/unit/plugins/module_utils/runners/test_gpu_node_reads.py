@@ -63,7 +63,7 @@ def test_nvidia_smi_is_read_when_there_is_no_binding():
             return 0, "580.95.05\n580.95.05\n", ""
         return 0, "0, NVIDIA H100 80GB HBM3, GPU-aaa, 81559, Disabled, Disabled, Enabled, 0\n", ""
 
-    facts = R.read_smi(run, "/usr/bin/nvidia-smi")
+    facts = R.read_smi(run, ["/usr/bin/nvidia-smi"])
     assert facts["driver"] == {"source": "nvidia-smi", "version": "580.95.05"}
     assert facts["gpus"] == [
         {
@@ -81,7 +81,7 @@ def test_nvidia_smi_is_read_when_there_is_no_binding():
 
 def test_nvidia_smi_failing_is_the_driver_error():
     facts = R.read_smi(
-        lambda argv: (9, "NVIDIA-SMI has failed because it couldn't communicate with the driver", ""), "smi"
+        lambda argv: (9, "NVIDIA-SMI has failed because it couldn't communicate with the driver", ""), ["smi"]
     )
     assert facts["driver"]["source"] is None
     assert "couldn't communicate with the driver" in facts["driver"]["error"]
@@ -129,3 +129,25 @@ def test_gather_with_the_stand_in_and_a_containerd_without_cdi(standin, devdir, 
     problems = " / ".join(p["problem"] for p in facts["problems"])
     assert "containerd has CDI off" in problems
     assert "no device plugin has registered nvidia.com/gpu" in problems
+
+
+def test_a_driver_containers_nvidia_smi_runs_in_its_root(tmp_path):
+    smi = tmp_path / "usr" / "bin" / "nvidia-smi"
+    smi.parent.mkdir(parents=True)
+    smi.write_text("#!/bin/sh\n")
+    smi.chmod(0o755)
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 1, "", "not run"
+
+    params = {
+        "driver_root": str(tmp_path),
+        "containerd_config": str(tmp_path / "none.toml"),
+        "cdi_spec_dirs": [],
+        "kubelet_root": str(tmp_path / "kubelet"),
+    }
+    facts = R.gather(params, run, None, lambda name, dirs: None)
+    assert calls[0][:3] == ["chroot", str(tmp_path), "/usr/bin/nvidia-smi"]
+    assert facts["driver"]["source"] is None and "nvidia-smi: not run" in facts["driver"]["error"]
