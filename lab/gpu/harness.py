@@ -139,6 +139,7 @@ def plugin_container(objects: list[dict]) -> dict:
             env = {e["name"]: e["value"] for e in c.get("env", []) if "value" in e}
             config = _config_manager(pod, mounts, configmaps, volumes)
             return {
+                "image": c.get("image", ""),
                 "env": env,
                 "args": list(c.get("args", [])),
                 "mounts": mounts,
@@ -267,6 +268,12 @@ def run(
     }
     container = plugin_container(render_role(render_vars, bins["helm"], base))
     resource, replicas = sharing(container)
+    tag = container["image"].rpartition(":")[2]
+    if tag != V.NVIDIA_DEVICE_PLUGIN:
+        raise HarnessError(
+            f"the role renders the device plugin {container['image']}, the lab builds {V.NVIDIA_DEVICE_PLUGIN} "
+            "(lab/versions.py NVIDIA_DEVICE_PLUGIN): pin the same version in both"
+        )
     t_render = time.monotonic() - t0
     cgroup_root = f"gangsched-gpu-node-{os.getpid()}"
     spec = {

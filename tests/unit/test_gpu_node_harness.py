@@ -10,7 +10,9 @@ import struct
 import tarfile
 
 import pytest
+import yaml
 
+from lab import versions
 from lab.gpu import harness, oci, podresources
 
 CONFIG = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n"
@@ -69,6 +71,7 @@ def _rendered(config_map: dict | None = None, default: str = "") -> list[dict]:
 
 def test_the_plugin_container_as_the_node_runs_it():
     c = harness.plugin_container(_rendered())
+    assert c["image"] == ""
     assert c["env"] == {"DEVICE_LIST_STRATEGY": "cdi-cri"}  # valueFrom has no value on a node without an API
     assert c["mounts"] == [
         {
@@ -156,3 +159,8 @@ def test_an_oci_image_ctr_can_import(tmp_path):
         oci.write_image(tmp_path / "again.tar", "gangsched.lab/pause:v1", {"/pause": tmp_path / "pause"}, ["/pause"])
         == digest
     )
+
+
+def test_the_lab_builds_the_plugin_the_role_pins():
+    defaults = yaml.safe_load((harness.REPO / "roles/gpu_device_plugin/defaults/main.yml").read_text())
+    assert f"v{defaults['gpu_device_plugin_version']}" == versions.NVIDIA_DEVICE_PLUGIN
