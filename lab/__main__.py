@@ -1,4 +1,4 @@
-"""python -m lab {build,up,down,status,logs,nodes,runner,gang-demo}: the local lab cluster."""
+"""python -m lab {build,up,down,status,logs,nodes,runner,gang-demo,gpu-node}: the local lab cluster; a real GPU node."""
 
 from __future__ import annotations
 
@@ -9,12 +9,20 @@ import time
 
 from . import build as B
 from .cluster import Lab, LabError
+from .paths import state_dir
 
 
 def _cmd_build(a) -> int:
     t0 = time.monotonic()
     names = list(a.only) + (B.units_for(a.paths) if a.paths else [])
     timings = B.build(names or None, detail=print if a.verbose else None)
+    if not names or set(names) & set(B.GPU_NODE_UNITS):
+        from .gpu import native
+
+        t1 = time.monotonic()
+        if not native.built():
+            native.build(log=print if a.verbose else (lambda *_: None))
+            timings["gpu-node native"] = time.monotonic() - t1
     built = {k: v for k, v in timings.items() if v}
     print(
         f"build done in {time.monotonic() - t0:.0f}s"
@@ -114,6 +122,41 @@ def _cmd_gang_demo(a) -> int:
     return main()
 
 
+def _cmd_gpu_node(a) -> int:
+    from .gpu import harness
+
+    try:
+        role_vars = json.loads(a.role_vars) if a.role_vars else {}
+    except ValueError as e:
+        print(f"error: --role-vars is not JSON: {e}", file=sys.stderr)
+        return 2
+    results = []
+    try:
+        for strategy in a.strategy or ["cdi-cri"]:
+            out = state_dir() / "gpu-node" / strategy if len(a.strategy or []) > 1 else None
+            results.append(
+                harness.run(
+                    strategy=strategy,
+                    mode=a.mode,
+                    gpus=a.gpus,
+                    role_vars=role_vars,
+                    total_timeout=a.timeout,
+                    out_dir=out,
+                    log=lambda line: print(line, file=sys.stderr),
+                )
+            )
+    except harness.HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(results if len(results) > 1 else results[0], indent=1))
+    else:
+        for r in results:
+            print(r["summary"])
+            print(f"  result: {r['logs'].rsplit('/', 1)[0]}/result.json, logs: {r['logs']}")
+    return 0 if all(r["ok"] for r in results) else 1
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m lab", description="Local Kubernetes lab with fake GPU nodes.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -164,6 +207,28 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=_cmd_runner)
     g = sub.add_parser("gang-demo", help="gang vs no gang on the lab, with the real schedulers")
     g.set_defaults(fn=_cmd_gang_demo)
+    gn = sub.add_parser(
+        "gpu-node",
+        help="a real kubelet, containerd and the device plugin as the gpu_device_plugin role renders it: "
+        "registration, allocatable GPUs, a GPU pod injected, a control pod not (stand-in NVML without a GPU)",
+    )
+    gn.add_argument(
+        "--strategy",
+        action="append",
+        choices=["cdi-cri", "cdi-annotations", "envvar"],
+        help="device list strategy to render and prove (repeatable; default cdi-cri)",
+    )
+    gn.add_argument(
+        "--mode",
+        choices=["auto", "standin", "driver"],
+        default="auto",
+        help="the real driver when a GPU is present (auto), or the stand-in NVML",
+    )
+    gn.add_argument("--gpus", type=int, default=2, help="stand-in GPUs (default 2)")
+    gn.add_argument("--role-vars", help="more gpu_device_plugin variables, as JSON")
+    gn.add_argument("--timeout", type=float, default=240, help="seconds for the whole run (default 240)")
+    gn.add_argument("--json", action="store_true", help="print the result as JSON")
+    gn.set_defaults(fn=_cmd_gpu_node)
     return p
 
 

@@ -214,6 +214,53 @@ UNITS: tuple[Unit, ...] = (
         version=V.NVIDIA_DEVICE_PLUGIN,
         artifacts=(("github.com/NVIDIA/k8s-device-plugin:deployments/helm/nvidia-device-plugin", "chart"),),
     ),
+    # The GPU-node harness (lab/gpu): a real kubelet of the lab's release on containerd and runc, and the device
+    # plugin's binary. containerd without the storage drivers and tracing the harness does not use; runc with cgo
+    # (its nsenter) and without the seccomp tag (libseccomp's headers are not needed: the harness gives no
+    # container a seccomp profile); the plugin with cgo, dynamic, as its Makefile links it (go-nvml dlopens
+    # libnvidia-ml.so.1 at run time).
+    Unit(
+        name="containerd",
+        module="github.com/containerd/containerd/v2",
+        version=V.CONTAINERD,
+        binaries=(
+            Binary("containerd", "github.com/containerd/containerd/v2/cmd/containerd"),
+            Binary("containerd-shim-runc-v2", "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"),
+            Binary("ctr", "github.com/containerd/containerd/v2/cmd/ctr"),
+        ),
+        env=(("GOFLAGS", "-mod=mod -buildvcs=false -tags=no_btrfs,no_devmapper,no_zfs,no_tracing"),),
+    ),
+    Unit(
+        name="runc",
+        module="github.com/opencontainers/runc",
+        version=V.RUNC,
+        binaries=(Binary("runc", "github.com/opencontainers/runc", (f"-X main.version={V.RUNC.lstrip('v')}",)),),
+        env=(("CGO_ENABLED", "1"),),
+    ),
+    Unit(
+        name="kubelet",
+        module="k8s.io/kubernetes",
+        version=V.KUBERNETES,
+        staging_version="v0." + V.KUBERNETES.split(".", 1)[1],
+        overrides=V.KUBERNETES_OVERRIDES.get(V.KUBERNETES, ()),
+        binaries=(Binary("kubelet", "k8s.io/kubernetes/cmd/kubelet", _k8s_ldflags(V.KUBERNETES)),),
+    ),
+    Unit(
+        name="nvidia-device-plugin-binary",
+        module="github.com/NVIDIA/k8s-device-plugin",
+        version=V.NVIDIA_DEVICE_PLUGIN,
+        binaries=(
+            Binary(
+                "nvidia-device-plugin",
+                "github.com/NVIDIA/k8s-device-plugin/cmd/nvidia-device-plugin",
+                (
+                    "'-extldflags=-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files'",
+                    f"-X github.com/NVIDIA/k8s-device-plugin/internal/info.version={V.NVIDIA_DEVICE_PLUGIN}",
+                ),
+            ),
+        ),
+        env=(("CGO_ENABLED", "1"),),
+    ),
 )
 
 
@@ -221,12 +268,16 @@ UNITS: tuple[Unit, ...] = (
 # Kubeflow operators site.yml installs) and, per gang path, its own units. ``python -m lab build --for volcano``
 # builds the base and Volcano's units only, so a first `make demo` waits for no other path; `make build` (and so
 # `make test`) builds every unit.
+# the GPU-node harness's units (python -m lab gpu-node)
+GPU_NODE_UNITS = ("containerd", "runc", "kubelet", "nvidia-device-plugin-binary")
 BASE_UNITS = ("etcd", "kubernetes", "kwok", "helm", "nvidia-device-plugin", "training-operator", "mpi-operator")
 PATH_UNITS = {
     "volcano": ("volcano", "volcano-webhook"),
     "scheduler_plugins": ("scheduler-plugins",),
     "koordinator": ("koordinator",),
     "trainer": ("trainer", "jobset"),
+    # not a gang path: the GPU-node harness (python -m lab gpu-node builds them on demand; `make build` too)
+    "gpu_node": GPU_NODE_UNITS,
 }
 
 

@@ -45,6 +45,10 @@ TRAINING_OPERATOR = "v1.8.1"
 MPI_OPERATOR = "v0.6.0"
 HELM = "v3.18.6"
 NVIDIA_DEVICE_PLUGIN = "v0.17.3"
+# The GPU-node harness (python -m lab gpu-node): a real kubelet (of KUBERNETES) on containerd and runc, the
+# device plugin above registering with it
+CONTAINERD = "v2.1.4"
+RUNC = "v1.3.3"
 # koord-scheduler. Not v1.7.0: its Coscheduling preBind writes an invalid label value
 # (``.../bind-gang-group-id=<ns>/<name>``), so no gang member is ever bound (v1.7.1 and v1.7.2 are
 # refused by the Go module proxy). Not v1.8.0: it needs resource.k8s.io/v1 (Kubernetes >= 1.34) and

@@ -37,6 +37,7 @@ CASES = {
                 "gpu_device_plugin_wait_timeout": 0,
                 "gpu_device_plugin_chart_repo_url": "",
                 "gpu_device_plugin_chart_ref": "/nonexistent/chart",
+                "gpu_device_plugin_driver_root": "run/nvidia/driver",
             },
             [
                 "gpu_device_plugin_version must be X.Y.Z without a leading v (got v0.17.3)",
@@ -45,6 +46,18 @@ CASES = {
                 "gpu_device_plugin_expected_gpus must be 0 or more",
                 "gpu_device_plugin_wait_timeout must be seconds > 0",
                 "gpu_device_plugin_chart_ref=/nonexistent/chart is no chart directory or .tgz",
+                "gpu_device_plugin_driver_root must be an absolute path",
+            ],
+        ),
+        "a CDI strategy without a driver root": (
+            {
+                "gpu_device_plugin_device_list_strategy": "cdi-cri",
+                "gpu_device_plugin_driver_root": "",
+                "gpu_device_plugin_cdi_hook_path": "usr/bin/nvidia-cdi-hook",
+            },
+            [
+                "gpu_device_plugin_device_list_strategy=cdi-cri writes a CDI spec",
+                "gpu_device_plugin_cdi_hook_path must be the absolute path",
             ],
         ),
     },

@@ -1,0 +1,150 @@
+"""The GPU-node harness (``python -m lab gpu-node``): containerd, runc, a standalone kubelet and NVIDIA's device
+plugin run as the gpu_device_plugin role renders it, with the stand-in NVML on every machine (and the real driver
+where a GPU is present): the plugin registers, the kubelet's allocatable nvidia.com/gpu equals the devices found, a
+pod with the limit gets its device and a pod without it does not; and the host is left as it was."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from lab import build
+from lab.gpu import harness
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the GPU node needs root (namespaces, device nodes)")
+
+
+def _ours(pid: str) -> bool:
+    """Whether a process descends from this test process (a run of another test process is not this one's)."""
+    me = os.getpid()
+    while pid not in ("0", "1"):
+        try:
+            ppid = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("PPid:"))
+        except (OSError, StopIteration):
+            return False
+        pid = ppid.split()[1]
+        if pid == str(me):
+            return True
+    return False
+
+
+def _host_state() -> dict:
+    """What the node must not leave behind: the processes, mounts and cgroups of this test process's runs, and the
+    paths the node uses inside."""
+    binaries = {str(build.binary_where(n)) for n in ("containerd", "kubelet", "nvidia-device-plugin", "runc")}
+    procs = set()
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if os.readlink(f"/proc/{pid}/exe") in binaries and _ours(pid):
+                    procs.add(pid)
+            except OSError:
+                pass
+    mounts = [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if "gpu-node" in line]
+    cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob(f"*/gangsched-gpu-node-{os.getpid()}"))
+    paths = [
+        p for p in ("/run/nvidia/driver", "/var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json") if Path(p).exists()
+    ]
+    return {"processes": procs, "mounts": mounts, "cgroups": cgroups, "paths": paths}
+
+
+def _explain(result: dict) -> str:
+    return f"{result['summary']}\n(logs: {result['logs']})"
+
+
+@pytest.fixture(scope="module")
+def before():
+    return _host_state()
+
+
+@pytest.fixture(scope="module")
+def cdi(before):
+    return harness.run(strategy="cdi-cri", mode="standin", log=lambda *_: None)
+
+
+def test_the_plugin_runs_as_the_role_renders_it(cdi):
+    env = cdi["plugin"]["env"]
+    assert env.get("DEVICE_LIST_STRATEGY") == "cdi-cri", cdi["plugin"]
+    assert env.get("NVIDIA_DRIVER_ROOT") == harness.STANDIN_DRIVER_ROOT, cdi["plugin"]
+    assert {m["mountPath"]: m["hostPath"] for m in cdi["plugin"]["mounts"]}[
+        "/driver-root"
+    ] == harness.STANDIN_DRIVER_ROOT
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "plugin registered",
+        "allocatable equals the devices found",
+        "CDI spec written",
+        "GPU pod allocated one device",
+        "GPU pod got the device",
+        "control pod got no GPU",
+    ],
+)
+def test_cdi_cri_with_the_stand_in_nvml(cdi, check):
+    assert "error" not in cdi, _explain(cdi)
+    checks = {c["name"]: c for c in cdi["checks"]}
+    assert check in checks, _explain(cdi)
+    assert checks[check]["ok"], _explain(cdi)
+
+
+def test_two_stand_in_gpus_are_two_allocatable(cdi):
+    assert sorted(cdi["allocatable"]) == [f"GPU-5e1f0000-0000-4000-8000-{i:012d}" for i in range(2)], _explain(cdi)
+
+
+def test_it_is_quick(cdi):
+    assert cdi["ok"], _explain(cdi)
+    assert cdi["seconds"] < 60, _explain(cdi)
+
+
+def test_envvar_tells_the_pod_its_device(before):
+    r = harness.run(strategy="envvar", mode="standin", gpus=1, log=lambda *_: None)
+    assert r["ok"], _explain(r)
+    assert "DEVICE_LIST_STRATEGY" not in r["plugin"]["env"]  # envvar is the chart's default: the role leaves it
+    assert r["pods"]["probes"]["gpu-probe"]["visible_devices"] == r["allocatable"][0]
+
+
+def test_cdi_annotations_inject_the_device(before):
+    r = harness.run(strategy="cdi-annotations", mode="standin", gpus=1, log=lambda *_: None)
+    assert r["ok"], _explain(r)
+    assert r["plugin"]["env"]["DEVICE_LIST_STRATEGY"] == "cdi-annotations"
+    assert r["pods"]["probes"]["gpu-probe"]["nvml"]["gpus"][0]["uuid"] == r["allocatable"][0]
+
+
+TIME_SLICING = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
+
+
+def test_a_config_file_of_the_role_values_reaches_the_plugin(before):
+    """Time-slicing through the chart's config map (the role's gpu_device_plugin_values): config-manager's default
+    config is the plugin's config file, and one GPU is four allocatable nvidia.com/gpu, a pod getting all of it."""
+    values = {"config": {"map": {"default": TIME_SLICING}}}
+    r = harness.run(mode="standin", gpus=1, role_vars={"gpu_device_plugin_values": values}, log=lambda *_: None)
+    assert r["ok"], _explain(r)
+    assert r["plugin"]["config"] == "default" and r["plugin"]["env"]["CONFIG_FILE"] == "/config/config.yaml"
+    assert sorted(r["allocatable"]) == [f"GPU-5e1f0000-0000-4000-8000-000000000000::{i}" for i in range(4)]
+    assert r["pods"]["probes"]["gpu-probe"]["nvml"]["gpus"][0]["uuid"] == "GPU-5e1f0000-0000-4000-8000-000000000000"
+
+
+def test_the_host_is_left_as_it_was(cdi, before):
+    after = _host_state()
+    assert after == before
+    assert cdi["cgroups_left"] == []
+
+
+def test_a_run_cut_short_leaves_the_host_as_it_was(cdi, before):
+    r = harness.run(mode="standin", total_timeout=1.5, log=lambda *_: None)
+    assert not r["ok"] and "no result within" in r["error"], r["summary"]
+    assert _host_state() == before
+
+
+def test_a_real_gpu(before):
+    present, why = harness.gpu_present()
+    if not present:
+        pytest.skip(f"no GPU on this machine: {why}")
+    r = harness.run(strategy="cdi-cri", mode="driver", log=lambda *_: None)
+    assert r["ok"], _explain(r)
+    gpu = r["pods"]["probes"]["gpu-probe"]["nvml"]
+    assert gpu["init"] == 0 and len(gpu["gpus"]) == 1, _explain(r)

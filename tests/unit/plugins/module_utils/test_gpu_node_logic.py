@@ -1,0 +1,122 @@
+"""gpu_node_info's decisions: containerd's CDI and NVIDIA runtime settings from its configuration text (1.7 and 2.x
+forms, defaults by version), GPUs from nvidia-smi's CSV, and each problem with its fix."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _gpu_node as G
+
+CONTAINERD_17_NVIDIA = """
+version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "nvidia"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+      BinaryName = "/usr/bin/nvidia-container-runtime"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+"""
+
+CONTAINERD_2_CDI = """
+version = 3
+[plugins.'io.containerd.cri.v1.runtime']
+  enable_cdi = true   # the default, said again
+  cdi_spec_dirs = ['/etc/cdi', '/var/run/cdi']
+"""
+
+
+def test_containerd_17_with_the_nvidia_runtime_and_cdi_off_by_default():
+    f = G.containerd_facts(CONTAINERD_17_NVIDIA, "v1.7.27")
+    assert f["nvidia_runtime"] is True and f["default_runtime"] == "nvidia"
+    assert f["runtimes"] == ["nvidia", "runc"]
+    assert f["cdi_enabled"] is False and f["cdi_spec_dirs"] is None
+    assert f["config_version"] == 2
+
+
+def test_containerd_2_has_cdi_on():
+    f = G.containerd_facts(CONTAINERD_2_CDI, None)
+    assert f["cdi_enabled"] is True and f["cdi_spec_dirs"] == ["/etc/cdi", "/var/run/cdi"]
+    assert f["nvidia_runtime"] is False
+    # no file at all: containerd's defaults, which depend on its version
+    assert G.containerd_facts(None, "v2.1.4")["cdi_enabled"] is True
+    assert G.containerd_facts(None, "v1.7.27")["cdi_enabled"] is False
+    assert G.containerd_facts(None, None)["cdi_enabled"] is None
+
+
+def test_nvidia_smi_csv():
+    csv = (
+        "0, NVIDIA A100-SXM4-80GB, GPU-a, 81920, Enabled, Disabled, Disabled, 2\n"
+        "1, NVIDIA T4, GPU-b, 15360, [N/A], [N/A], Enabled, [N/A]\n"
+    )
+    a, b = G.parse_smi(csv)
+    assert (a["mig_mode"], a["mig_mode_pending"], a["persistence_mode"], a["ecc_errors_uncorrected"]) == (
+        True,
+        False,
+        False,
+        2,
+    )
+    assert (b["mig_mode"], b["ecc_errors_uncorrected"], b["memory_total_mib"]) == (None, None, 15360)
+
+
+def _healthy(**over) -> dict:
+    facts = {
+        "driver": {"source": "nvml", "version": "580.95.05"},
+        "gpus": [
+            {
+                "index": 0,
+                "uuid": "GPU-a",
+                "mig_mode": False,
+                "mig_mode_pending": False,
+                "persistence_mode": True,
+                "ecc_errors_uncorrected": 0,
+            }
+        ],
+        "containerd": G.containerd_facts(CONTAINERD_2_CDI, "v2.1.4"),
+        "cdi_specs": [{"path": "/var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json", "devices": ["GPU-a"]}],
+        "device_plugin": {"sockets": ["nvidia-gpu.sock"], "registered": True},
+    }
+    facts.update(over)
+    return facts
+
+
+def test_a_healthy_cdi_node_has_no_problem():
+    assert G.problems(_healthy(), "cdi-cri") == []
+    assert G.problems(_healthy(), None) == []
+
+
+@pytest.mark.parametrize(
+    ("over", "strategy", "fragment"),
+    [
+        ({"driver": {"source": None, "error": "NVML: Driver Not Loaded"}, "gpus": []}, None, "no NVIDIA driver"),
+        ({"gpus": []}, None, "sees no GPU"),
+        (
+            {"gpus": [{"index": 0, "uuid": "GPU-a", "ecc_errors_uncorrected": 3, "persistence_mode": True}]},
+            None,
+            "3 uncorrected ECC errors",
+        ),
+        (
+            {"gpus": [{"index": 0, "uuid": "GPU-a", "mig_mode": False, "mig_mode_pending": True}]},
+            None,
+            "MIG mode change pending",
+        ),
+        ({"gpus": [{"index": 0, "uuid": "GPU-a", "persistence_mode": False}]}, None, "without persistence mode"),
+        ({"containerd": G.containerd_facts(None, "v1.7.27")}, "cdi-cri", "containerd has CDI off"),
+        ({}, "envvar", "only the NVIDIA container runtime acts on"),
+        ({"containerd": G.containerd_facts("version = 2\n", "v1.7.27")}, None, "neither CDI on nor an nvidia runtime"),
+        ({"cdi_specs": []}, "cdi-cri", "no CDI spec names nvidia.com/gpu"),
+        ({"device_plugin": {"sockets": [], "registered": False}}, None, "no device plugin has registered"),
+    ],
+)
+def test_each_problem_has_its_fix(over, strategy, fragment):
+    found = G.problems(_healthy(**over), strategy)
+    assert any(fragment in p["problem"] for p in found), found
+    assert all(p["fix"] for p in found)
+
+
+def test_mixed_mig_is_refused():
+    gpus = [
+        {"index": 0, "uuid": "GPU-a", "mig_mode": True, "mig_mode_pending": True},
+        {"index": 1, "uuid": "GPU-b", "mig_mode": False, "mig_mode_pending": False},
+    ]
+    assert any("mix MIG" in p["problem"] for p in G.problems(_healthy(gpus=gpus), None))
