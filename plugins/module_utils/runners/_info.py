@@ -16,6 +16,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _podfold,
     _podgroups,
     _readiness,
+    _runtime_problems,
     _runtimes,
     _schedulers,
     _workloads,
@@ -493,14 +494,14 @@ def trainer_info(
     for policy, gang in _runtimes.GANG_OF_POLICY.items():
         name = _podgroups.crd_name(gang)
         crd_of[policy] = (name, crds.get(name))
-    crd_ok = {p: _runtimes.crd_followed(c, controllers) for p, (_name, c) in crd_of.items()}
-    facts["runtimes"] = [_runtimes.runtime_fact(rt, schedulers, crd_ok) for rt in runtimes]
-    probs = [p for rt in runtimes for p in _runtimes.runtime_problems(rt, schedulers)]
-    probs += _runtimes.podgroup_crd_problems(runtimes, crd_of, controllers)
+    crd_ok = {p: _runtime_problems.crd_followed(c, controllers) for p, (_name, c) in crd_of.items()}
+    facts["runtimes"] = [_runtime_problems.runtime_fact(rt, schedulers, crd_ok) for rt in runtimes]
+    probs = [p for rt in runtimes for p in _runtime_problems.runtime_problems(rt, schedulers)]
+    probs += _runtime_problems.podgroup_crd_problems(runtimes, crd_of, controllers)
     for v in sorted({c["version"] for c in controllers if c["version"]}):
-        probs += _runtimes.resources_per_node_problems(v, trainjobs, runtimes)
+        probs += _runtime_problems.resources_per_node_problems(v, trainjobs, runtimes)
     # the gangs TrainJobs make PodGroups of, and the v1 job kinds an operator makes PodGroups of on the same gang
-    policies = {_runtimes.gang_policy(_runtimes.runtime_of(tj, runtimes) or {}) for tj in trainjobs}
+    policies = {_runtime_problems.gang_policy(_runtime_problems.runtime_of(tj, runtimes) or {}) for tj in trainjobs}
     trainjob_gangs = {_runtimes.GANG_OF_POLICY.get(p) for p in policies}
     kinds = {k: by_gang for k, by_gang in gang_kinds(ops).items() if trainjob_gangs & set(by_gang)}
     if kinds:
@@ -517,7 +518,7 @@ def trainer_info(
                     "operators": by_gang,
                 },
             )
-        probs += _runtimes.name_clash_problems(trainjobs, runtimes, jobs)
+        probs += _runtime_problems.name_clash_problems(trainjobs, runtimes, jobs)
     return facts, probs
 
 
