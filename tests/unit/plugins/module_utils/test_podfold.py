@@ -25,6 +25,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._capacity impor
     quantity,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._stream import stream_items
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
 
 NOW = 1_800_000_000.0
@@ -606,9 +607,9 @@ def test_a_quantity_that_does_not_parse_is_raised_with_the_facts_not_read_again(
 def test_stream_items_keeps_nothing_for_none():
     data = _body([{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}])
     keep = lambda p: p["metadata"]["name"] if p["metadata"]["name"] == "b" else None  # noqa: E731
-    assert _client.stream_items([data], keep) == ["b"]
-    assert _client.stream_items([data[i : i + 3] for i in range(0, len(data), 3)], keep) == ["b"]
-    assert _client.stream_items([b'{"items":[{"metadata":{"name":"b"}}],"metadata":{}}'], keep) == ["b"]
+    assert stream_items([data], keep) == ["b"]
+    assert stream_items([data[i : i + 3] for i in range(0, len(data), 3)], keep) == ["b"]
+    assert stream_items([b'{"items":[{"metadata":{"name":"b"}}],"metadata":{}}'], keep) == ["b"]
 
 
 # ---- memory: per node and per gang member's name, nothing per other pod --------------------------------
