@@ -212,3 +212,11 @@ def rules_bound_elsewhere(client, ns: str, sa: str, exclude_binding: str) -> lis
                 out.extend((role or {}).get("rules") or [])
                 break
     return out
+
+
+def scan_or_empty(client, path: str, what: str, keep) -> list:
+    """``client.scan``, or nothing where the kind is not served."""
+    try:
+        return client.scan(path, what=what, keep=keep)
+    except NotFound:  # the kind is not served (its CRD is not installed)
+        return []

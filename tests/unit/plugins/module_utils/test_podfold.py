@@ -26,7 +26,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._capacity impor
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._stream import stream_items
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info, _info_trainer
 
 NOW = 1_800_000_000.0
 THRESHOLD = 60
@@ -390,7 +390,7 @@ def _table():
 
 def _reference(pods, threshold, trainers=TRAINERS, schedulers=SCHEDULERS, ops=OPS):
     """The facts as gang_info computed them: the maths above over the slim copies it kept."""
-    keep = _info.pod_keep(trainers)
+    keep = _info_trainer.pod_keep(trainers)
     slim = [keep(p) for p in pods]
     return {
         "nodes": nodes_capacity(NODES, slim),
@@ -641,7 +641,7 @@ def test_the_fold_holds_nothing_per_pod_outside_gangs():
 def test_the_fold_holds_a_name_per_gang_member_and_the_slim_copy_much_more():
     fold = _podfold.PodFold(NOW, 60)
     per_member = _retained(fold, _stream(20000, gangs=2000)) / 20000
-    keep = _info.pod_keep([])
+    keep = _info_trainer.pod_keep([])
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
