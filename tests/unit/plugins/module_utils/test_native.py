@@ -9,7 +9,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions imp
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import (
     _info_native,
     _operator_gang,
-    _runtime_gang,
+    _runtime_gang_checks,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _smoke_input, _verdict
 
@@ -340,6 +340,6 @@ def test_operators_runtimes_and_rbac_refuse_the_native_gang_before_any_call():
     with pytest.raises(GangError, match="cannot put its pods in a native gang.*nothing was changed"):
         _operator_gang.validate({"operator": "training_operator", "gang_scheduler": "native"})
     with pytest.raises(GangError, match="Trainer v2 runtime cannot put its pods in a native gang"):
-        _runtime_gang.validate({"name": "rt", "gang_scheduler": "native"})
+        _runtime_gang_checks.validate({"name": "rt", "gang_scheduler": "native"})
     with pytest.raises(GangError, match="bootstrap RBAC"):
         _rbac.required_rules("training_operator", "native")
