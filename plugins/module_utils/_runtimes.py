@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import copy
 
-GROUP = "trainer.kubeflow.org"
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api
+
+GROUP = _api.TRAINER
 KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"  # the runtime annotation Trainer gives the PodGroup
 POLICY = {"scheduler_plugins": "coscheduling", "volcano": "volcano"}
@@ -98,8 +100,7 @@ def gang_runtime(
 
 # ---- the module trainer_runtime_gang: JobSet's defaults, the gang copy, the way back ----------------
 VERSION = "v1alpha1"  # the API version the runtimes are read and written in when the CRD does not say
-PLURALS = {"TrainingRuntime": "trainingruntimes", "ClusterTrainingRuntime": "clustertrainingruntimes"}
-CRDS = {kind: f"{plural}.{GROUP}" for kind, plural in PLURALS.items()}
+CRDS = {kind: f"{_api.KINDS[kind][2]}.{GROUP}" for kind in KINDS}
 TRAINJOB_CRD = f"trainjobs.{GROUP}"  # its presence says Trainer is installed
 TRAINJOB_PLURAL = "trainjobs"
 GANG_OF = "gangsched.kubeflow/gang-of"  # on a gang copy: the name of the runtime it copies
@@ -131,9 +132,7 @@ def ref(kind: str, namespace: str | None, name: str) -> str:
 
 def path(kind: str, version: str, namespace: str | None, name: str | None = None) -> str:
     """The API path of a runtime (``name``) or of the collection of its kind."""
-    where = f"namespaces/{namespace}/" if kind == "TrainingRuntime" and namespace else ""
-    tail = f"/{name}" if name else ""
-    return f"/apis/{GROUP}/{version}/{where}{PLURALS[kind]}{tail}"
+    return _api.path(kind, namespace, name, f"{GROUP}/{version}")
 
 
 def served_version(crd: dict | None) -> str:

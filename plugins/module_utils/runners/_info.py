@@ -7,6 +7,7 @@ Not a public API."""
 from __future__ import annotations
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _api,
     _capacity,
     _discovery,
     _flags,
@@ -66,7 +67,7 @@ def webhooks_without_endpoints(client) -> list[dict]:
     match is refused (a cluster-wide outage when they match pods)."""
     out, ready = [], {}
     for kind in ("Validating", "Mutating"):
-        path = f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}webhookconfigurations"
+        path = _api.path(f"{kind}WebhookConfiguration")
         for cfg in client.list(path, what=f"{kind}WebhookConfigurations"):
             for w in cfg.get("webhooks") or []:
                 svc = (w.get("clientConfig") or {}).get("service")
@@ -75,7 +76,7 @@ def webhooks_without_endpoints(client) -> list[dict]:
                 key = f"{svc['namespace']}/{svc['name']}"
                 if key not in ready:
                     slices = client.list(
-                        f"/apis/discovery.k8s.io/v1/namespaces/{svc['namespace']}/endpointslices",
+                        _api.path("EndpointSlice", svc["namespace"]),
                         what=f"EndpointSlices of Service {key}",
                         labelSelector=f"kubernetes.io/service-name={svc['name']}",
                     )
@@ -311,14 +312,14 @@ def stalled_problems(waiting: dict, schedulers: list[dict], ops: list[dict]) -> 
 
 def gather(client, params: dict, now: float) -> dict:
     version = client.get("/version", what="the API server version")
-    nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
+    nodes = client.scan(_api.path("Node"), what="Nodes", keep=_capacity.slim_node)
     # one list of every Deployment, classified into schedulers, operators and Trainer's controllers
     deployments = _service.list_deployments(client)
     trainers = _discovery.trainers(deployments)
     threshold = params["partial_threshold_seconds"]
     # every pod folded as the scan decodes it, none kept: memory grows with the nodes and gangs, not the pods
     pods = _podfold.PodFold(now, threshold, trainers)
-    client.scan("/api/v1/pods", what="Pods (all namespaces)", keep=pods)
+    client.scan(_api.path("Pod"), what="Pods (all namespaces)", keep=pods)
     per_node = pods.nodes_capacity(nodes)
     for entry, node in zip(per_node, nodes, strict=True):
         entry["labels"] = node["metadata"].get("labels") or {}
@@ -335,7 +336,7 @@ def gather(client, params: dict, now: float) -> dict:
             }
     ops = operator_facts(client, _discovery.operators(deployments))
     plugins = []
-    for ds in client.list("/apis/apps/v1/daemonsets", what="DaemonSets (all namespaces)"):
+    for ds in client.list(_api.path("DaemonSet"), what="DaemonSets (all namespaces)"):
         for c in ds["spec"]["template"]["spec"].get("containers") or []:
             kind = _images.image_kind(c.get("image", ""), DEVICE_PLUGIN_IMAGES)
             argv0 = ((c.get("command") or c.get("args") or [""])[0]).rsplit("/", 1)[-1]

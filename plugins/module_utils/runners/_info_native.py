@@ -7,7 +7,7 @@ Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native, _podfold
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _native, _podfold
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
@@ -45,7 +45,7 @@ def native_info(client, now: float, threshold: float) -> tuple[dict, list[dict]]
     facts["unsupported_reason"] = _native.version_problem(facts["served_versions"])
     if not facts["served_versions"]:
         return facts, []
-    api = f"/apis/{_native.API_VERSION}"
+    api = _api.group_path(_native.API_VERSION)
     served: set = set()
     if _native.SUPPORTED_VERSION in facts["served_versions"]:
         try:
@@ -53,7 +53,7 @@ def native_info(client, now: float, threshold: float) -> tuple[dict, list[dict]]
         except NotFound:
             pass  # listed by the group, but its resources not served
     control_plane = client.list_or_empty(
-        "/api/v1/namespaces/kube-system/pods",
+        _api.path("Pod", "kube-system"),
         what="the control plane's pods in kube-system",
         labelSelector="tier=control-plane",
     )
@@ -66,11 +66,15 @@ def native_info(client, now: float, threshold: float) -> tuple[dict, list[dict]]
     if not {"workloads", "podgroups"} <= served:
         return facts, _native.gate_problems(control_plane, served=False)
     facts["version"], facts["supported"] = _native.SUPPORTED_VERSION, True
-    workloads = _service.scan_or_empty(client, f"{api}/workloads", "Workloads (all namespaces)", _slim_workload)
+    workloads = _service.scan_or_empty(
+        client, _api.path("Workload", api_version_=_native.API_VERSION), "Workloads (all namespaces)", _slim_workload
+    )
     workloads = [w for w in workloads if w["_created"] is not None]
     if any((w["spec"].get("controllerRef") or {}).get("kind") == "Job" for w in workloads):
         facts["job_integration"] = True  # the Job controller made a Workload: its integration is on
-    podgroups = client.list_or_empty(f"{api}/podgroups", what="PodGroups of scheduling.k8s.io (all namespaces)")
+    podgroups = client.list_or_empty(
+        _api.path("PodGroup", api_version_=_native.API_VERSION), what="PodGroups of scheduling.k8s.io (all namespaces)"
+    )
     facts["podgroups"] = len(podgroups)
     facts["held_podgroups"] = _native.held_podgroups(podgroups)
     probs = _native.gate_problems(control_plane, served=True)

@@ -8,6 +8,7 @@ Part of gang_info's runner (``_info``), imported by it only. Not a public API.""
 from __future__ import annotations
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _api,
     _capacity,
     _discovery,
     _images,
@@ -119,7 +120,7 @@ def trainer_info(
             runtimes.append(rt)
     trainjobs = _service.scan_or_empty(
         client,
-        f"/apis/{_runtimes.GROUP}/{version}/{_runtimes.TRAINJOB_PLURAL}",
+        _api.path("TrainJob", api_version_=f"{_runtimes.GROUP}/{version}"),
         "TrainJobs (all namespaces)",
         _slim_trainjob,
     )
@@ -142,7 +143,7 @@ def trainer_info(
         for (kind, api_version), by_gang in sorted(kinds.items()):
             jobs += _service.scan_or_empty(
                 client,
-                f"/apis/{api_version}/{kind.lower()}s",
+                _api.path(kind, api_version_=api_version),
                 f"{kind}s (all namespaces)",
                 lambda j, kind=kind, by_gang=by_gang: {
                     "kind": kind,

@@ -9,6 +9,7 @@ GangError. Not a public API."""
 from __future__ import annotations
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _api,
     _native,
     _operators,
     _podgroups,
@@ -181,8 +182,10 @@ def check_jobs(runtime: dict, what: str) -> None:
 
 def warn_trainjobs(client, kind: str, version: str, ns: str | None, name: str, warn, deleting: bool = False) -> None:
     """Warn when TrainJobs already use the runtime: Trainer does not update their PodGroups."""
-    where = f"namespaces/{ns}/" if kind == "TrainingRuntime" else ""
-    jobs = client.list_or_empty(f"/apis/{_runtimes.GROUP}/{version}/{where}trainjobs", what="TrainJobs")
+    where = ns if kind == "TrainingRuntime" else None
+    jobs = client.list_or_empty(
+        _api.path("TrainJob", where, api_version_=f"{_runtimes.GROUP}/{version}"), what="TrainJobs"
+    )
     using = sorted(
         f"{(j.get('metadata') or {}).get('namespace')}/{(j.get('metadata') or {}).get('name')}"
         for j in jobs

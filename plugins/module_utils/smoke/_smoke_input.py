@@ -12,6 +12,7 @@ import re
 import tempfile
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _api,
     _capacity,
     _native,
     _operators,
@@ -203,9 +204,9 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     trainer: dict = {}
     if wl == "trainjob":
         trainer = trainjob_preflight(client, params, deployments, sname)
-    nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
+    nodes = client.scan(_api.path("Node"), what="Nodes", keep=_capacity.slim_node)
     pods = client.scan(
-        "/api/v1/pods",
+        _api.path("Pod"),
         what="Pods (all namespaces)",
         keep=_capacity.slim_pod,
         fieldSelector="status.phase!=Succeeded,status.phase!=Failed",
@@ -236,7 +237,7 @@ def trainjob_preflight(client, params: dict, deployments: list[dict], sname: str
     }
     name = params.get("trainer_runtime")
     if name:
-        path = f"{_workloads.kind_path('ClusterTrainingRuntime', _workloads.TRAINER_API)}/{name}"
+        path = _api.path("ClusterTrainingRuntime", name=name)
         rt = client.get_or_none(path, f"ClusterTrainingRuntime {name}")
         if rt is None:
             raise GangError(

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native, _podgroups, _trainjobs, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _api,
+    _native,
+    _podgroups,
+    _trainjobs,
+    _workloads,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import wait_pod_bound
@@ -58,7 +64,7 @@ class Trial:
         self.canary_problem: str | None = None
 
     def ensure_namespace(self) -> None:
-        obj = self.client.get_or_none(f"/api/v1/namespaces/{self.ns}", f"Namespace {self.ns}")
+        obj = self.client.get_or_none(_api.path("Namespace", name=self.ns), f"Namespace {self.ns}")
         labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
         if obj is not None and labels.get(_workloads.RUN_LABEL) not in (None, self.run_id):
             # created by an earlier run that was interrupted before its cleanup: this run removes it
@@ -70,7 +76,7 @@ class Trial:
         if obj is None:
             self.client.request(
                 "POST",
-                "/api/v1/namespaces",
+                _api.path("Namespace"),
                 body={
                     "apiVersion": "v1",
                     "kind": "Namespace",
@@ -102,7 +108,7 @@ class Trial:
                 try:
                     self.client.request(
                         "DELETE",
-                        f"{_workloads.collection_path(d)}/{d['metadata']['name']}",
+                        _api.path(d["kind"], d["metadata"]["namespace"], d["metadata"]["name"], d["apiVersion"]),
                         query={"gracePeriodSeconds": 0} if d["kind"] == "Pod" else None,
                         what=f"{d['kind']} {self.ns}/{d['metadata']['name']}",
                     )

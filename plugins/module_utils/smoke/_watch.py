@@ -8,7 +8,12 @@ function takes the trial (``_trial.Trial``) it watches for. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native, _podgroups, _trainjobs, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _api,
+    _native,
+    _podgroups,
+    _trainjobs,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict
@@ -26,12 +31,12 @@ class SchedulerDown(GangError):
 
 
 def native_podgroup_path(trial, name: str) -> str:
-    return f"{_workloads.kind_path('PodGroup', _native.API_VERSION, trial.ns)}/{name}"
+    return _api.path("PodGroup", trial.ns, name, _native.API_VERSION)
 
 
 def native_job_podgroup(trial, job: dict) -> dict | None:
     """The PodGroup the Job controller made for ``job`` (the Job integration; named by the controller)."""
-    path = _workloads.kind_path("PodGroup", _native.API_VERSION, trial.ns)
+    path = _api.path("PodGroup", trial.ns, api_version_=_native.API_VERSION)
     name = job["metadata"]["name"]
     for pg in trial.client.list_or_empty(path, what=f"PodGroups in {trial.ns}"):
         if _native.owned_by(pg, "Job", name):
@@ -67,14 +72,14 @@ def watch(
         state["verdict"] = gang.verdict(now, settle, expect)
         return state["verdict"] is not None
 
-    w = Watcher(trial.client, f"/api/v1/namespaces/{trial.ns}/pods", f"Pods in {trial.ns}", labelSelector=selector)
+    w = Watcher(trial.client, _api.path("Pod", trial.ns), f"Pods in {trial.ns}", labelSelector=selector)
     deadline = t0 + timeout
     pg_path = None
     if gang.native:
         return watch_native(trial, w, on_event, gang, state, expect, t0, deadline, job)
     if job is not None and trial.params["gang_scheduler"] not in _podgroups.LABEL_GANG_SCHEDULERS:
-        group, version = _podgroups.api(trial.params["gang_scheduler"])
-        pg_path = f"/apis/{group}/{version}/namespaces/{trial.ns}/podgroups/{job['metadata']['name']}"
+        api_version = _podgroups.api_version(trial.params["gang_scheduler"])
+        pg_path = _api.path("PodGroup", trial.ns, job["metadata"]["name"], api_version)
     while trial.clock() < deadline:
         trial.check_controller()
         # short watch rounds, so a job's PodGroup and the pending settle time are checked between them

@@ -13,8 +13,8 @@ import time
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slots
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _trainjobs, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _trainjobs, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Forbidden, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis, _smoke, _sweep, _trial, _watch
@@ -602,7 +602,7 @@ def test_check_mode_scans_for_leftovers_once_per_kind_and_predicts_the_trainjob_
     assert res["verdict"] is None and res["expected"] == "pending" and client.writes == []
     assert res["runtime"] == {"kind": "TrainingRuntime", "name": "gangsched-smoke/smoke-r1-gang", "created": True}
     for kind, version in _workloads.RUN_KINDS:
-        path = _workloads.kind_path(kind, version, "gangsched-smoke")
+        path = _api.path(kind, "gangsched-smoke", api_version_=version)
         assert client.calls.count(("GET", path)) == 1, (kind, client.calls)
 
 
