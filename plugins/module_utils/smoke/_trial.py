@@ -59,7 +59,8 @@ class Trial:
         self.created: list[dict] = []
         self.liveness: dict = {}
         self.podgroup: dict | None = None
-        self.native = params["gang_scheduler"] in _podgroups.NATIVE_GANG_SCHEDULERS
+        # the canary and the verdict need the scheduler's own decision on the PodGroup (the native gang's)
+        self.native = _podgroups.PATHS[params["gang_scheduler"]]["decision"]
         # why the liveness canary failed where the generic reason would mislead (the native gang's)
         self.canary_problem: str | None = None
 

@@ -77,7 +77,7 @@ def watch(
     pg_path = None
     if gang.native:
         return watch_native(trial, w, on_event, gang, state, expect, t0, deadline, job)
-    if job is not None and trial.params["gang_scheduler"] not in _podgroups.LABEL_GANG_SCHEDULERS:
+    if job is not None and _podgroups.PATHS[trial.params["gang_scheduler"]]["podgroup"] == "created":
         api_version = _podgroups.api_version(trial.params["gang_scheduler"])
         pg_path = _api.path("PodGroup", trial.ns, job["metadata"]["name"], api_version)
     while trial.clock() < deadline:
