@@ -42,16 +42,31 @@ PODGROUPS = {
     },
 }
 
+KUBEFLOW_WORKLOADS = ("pytorchjob", "tfjob", "mpijob")
+# Every gang path, one row each, as the smoke test proves it. ``workloads``: what it takes (the others are refused
+# before anything is read). ``podgroup``: what the gang is watched by besides its pods — "created": the PodGroup of the
+# scheduler's kind that the operator or Trainer creates, named after the job; None: a gang formed by labels on the pods
+# has none (seed 003's labels, honoured by koord-scheduler; _workloads.label_gang); "native": kube-scheduler's own,
+# built into Kubernetes (scheduling.k8s.io, _native; no CRD, a pod joins by spec.schedulingGroup). ``decision``: a
+# held verdict needs the scheduler's own decision on that PodGroup, as nothing else marks the gang.
+PATHS = {
+    "volcano": {"workloads": ("pods", *KUBEFLOW_WORKLOADS, "trainjob"), "podgroup": "created", "decision": False},
+    "scheduler_plugins": {
+        "workloads": ("pods", *KUBEFLOW_WORKLOADS, "trainjob"),
+        "podgroup": "created",
+        "decision": False,
+    },
+    "koordinator": {"workloads": ("pods", *KUBEFLOW_WORKLOADS), "podgroup": None, "decision": False},
+    _native.GANG_PATH: {"workloads": ("pods", "job"), "podgroup": "native", "decision": True},
+}
 # the schedulers whose PodGroups the modules create, check and grant rights on
-GANG_SCHEDULERS = ("volcano", "scheduler_plugins")
-# the schedulers whose gangs are formed by labels on the pods, with no PodGroup object (seed 003's
-# labels, honoured by koord-scheduler; _workloads.label_gang)
-LABEL_GANG_SCHEDULERS = ("koordinator",)
-# kube-scheduler's own gang: its Workload and PodGroup are built into Kubernetes (scheduling.k8s.io, _native),
-# no CRD, and a pod joins by spec.schedulingGroup
-NATIVE_GANG_SCHEDULERS = (_native.GANG_PATH,)
+GANG_SCHEDULERS = tuple(p for p, row in PATHS.items() if row["podgroup"] == "created")
+# the schedulers whose gangs are formed by labels on the pods, with no PodGroup object
+LABEL_GANG_SCHEDULERS = tuple(p for p, row in PATHS.items() if row["podgroup"] is None)
+# kube-scheduler's own gang
+NATIVE_GANG_SCHEDULERS = tuple(p for p, row in PATHS.items() if row["podgroup"] == "native")
 # every gang path a module's gang_scheduler option takes (its choices come from here)
-GANG_PATHS = GANG_SCHEDULERS + LABEL_GANG_SCHEDULERS + NATIVE_GANG_SCHEDULERS
+GANG_PATHS = tuple(PATHS)
 
 
 def crd_name(scheduler: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _api,
     _native,
     _podgroups,
 )
@@ -18,26 +19,8 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
 RUN_LABEL = "gangsched.kubeflow/smoke-run"
 IMAGE = "registry.k8s.io/pause:3.10"
 
-TRAINER_API = "trainer.kubeflow.org/v1alpha1"
-JOB_API = {
-    "PyTorchJob": "kubeflow.org/v1",
-    "TFJob": "kubeflow.org/v1",
-    "MPIJob": "kubeflow.org/v2beta1",
-    "TrainJob": TRAINER_API,
-    "Job": "batch/v1",
-}
-PLURALS = {
-    "Pod": "pods",
-    "Job": "jobs",
-    "Workload": "workloads",
-    "PodGroup": "podgroups",
-    "PyTorchJob": "pytorchjobs",
-    "TFJob": "tfjobs",
-    "MPIJob": "mpijobs",
-    "TrainJob": "trainjobs",
-    "TrainingRuntime": "trainingruntimes",
-    "ClusterTrainingRuntime": "clustertrainingruntimes",
-}
+TRAINER_API = _api.api_version("TrainJob")
+JOB_API = {kind: _api.api_version(kind) for kind in ("PyTorchJob", "TFJob", "MPIJob", "TrainJob", "Job")}
 # the smoke test's job workloads -> the CRD that must be Established, the operator that serves it
 JOB_CRDS = {
     "pytorchjob": ("pytorchjobs.kubeflow.org", "training_operator"),
@@ -268,12 +251,6 @@ def _kubeflow_job(kind: str, ns: str, name: str, run_id: str, replicas: int, res
     return [doc], f"gangsched.kubeflow/gang={name}"
 
 
-def kind_path(kind: str, api_version: str, ns: str | None = None) -> str:
-    """The collection URL of a kind, in namespace ``ns`` or (None) in all namespaces."""
-    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    return f"{base}{f'/namespaces/{ns}' if ns else ''}/{PLURALS[kind]}"
-
-
 def collection_path(doc: dict) -> str:
     """The namespaced collection URL of an object."""
-    return kind_path(doc["kind"], doc["apiVersion"], doc["metadata"]["namespace"])
+    return _api.path(doc["kind"], doc["metadata"]["namespace"], api_version_=doc["apiVersion"])

@@ -47,3 +47,14 @@ def test_a_file_imports_only_its_layer_and_those_below(path):
     layer = path.parent.name if path.parent != UTILS else ""
     wrong = [m for m in _imported(path) if _layer_of(m) not in MAY_IMPORT[layer]]
     assert wrong == [], f"{path.relative_to(UTILS)} ({layer or 'domain'}) imports {wrong}"
+
+
+RUNNERS = sorted(p for p in FILES if p.parent.name == "runners")
+
+
+@pytest.mark.parametrize("path", RUNNERS, ids=lambda p: p.name)
+def test_a_runner_imports_no_other_runner_only_its_own_parts(path):
+    """A runner's parts are files named after it (_info_native for _info) and imported by it only."""
+    others = [m.rsplit(".", 1)[1] for m in _imported(path) if _layer_of(m) == "runners"]
+    wrong = [m for m in others if not m.startswith(path.stem + "_")]
+    assert wrong == [], f"runners/{path.name} imports {wrong}"

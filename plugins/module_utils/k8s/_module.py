@@ -12,10 +12,10 @@ from __future__ import annotations
 import traceback
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import (
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import Client
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._connect import (
     AUTH_ARG_SPEC,
     DEFAULT_TIMEOUT,
-    Client,
     missing_requirement,
 )
 

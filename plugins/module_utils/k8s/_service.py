@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _discovery, _operators, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _discovery, _operators, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError, NotFound
 
 FIELD_MANAGER = "gangsched.kubeflow"
@@ -35,13 +35,9 @@ def conflict_attempts(what: str, advice: str = ""):
 
 
 # ---- objects ----------------------------------------------------------------------------------------
-def deployment_path(ns: str, name: str) -> str:
-    return f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
-
-
 def get_deployment(client, ns: str, name: str, hint: str = "") -> dict:
     try:
-        return client.get(deployment_path(ns, name), what=f"Deployment {ns}/{name}")
+        return client.get(_api.path("Deployment", ns, name), what=f"Deployment {ns}/{name}")
     except NotFound as e:
         raise GangError(f"Deployment {ns}/{name} not found{hint}") from e
 
@@ -69,7 +65,7 @@ def patch_deployment_container(
         query["dryRun"] = "All"
     return client.request(
         "PATCH",
-        deployment_path(ns, name),
+        _api.path("Deployment", ns, name),
         body=patch,
         query=query,
         content_type="application/strategic-merge-patch+json",
@@ -78,9 +74,7 @@ def patch_deployment_container(
 
 
 def crd(client, name: str) -> dict | None:
-    return client.get_or_none(
-        f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", what=f"CustomResourceDefinition {name}"
-    )
+    return client.get_or_none(_api.path("CustomResourceDefinition", name=name), what=f"CustomResourceDefinition {name}")
 
 
 def crd_established(obj: dict | None) -> bool:
@@ -104,7 +98,7 @@ def served_versions(client, group: str, resources: tuple = ()) -> list[str]:
             continue
         if resources:
             try:
-                listed = client.get(f"/apis/{group}/{version}", what=f"the API {group}/{version}") or {}
+                listed = client.get(_api.group_path(f"{group}/{version}"), what=f"the API {group}/{version}") or {}
             except NotFound:
                 continue
             if not set(resources) <= {r.get("name") for r in listed.get("resources") or []}:
@@ -132,7 +126,7 @@ def container_of(dep: dict, name: str | None, default: str) -> dict:
 
 def configmap_value(client, ns: str, name: str, key: str) -> str | None:
     """One entry of a ConfigMap (None when the ConfigMap or the key is missing)."""
-    cm = client.get_or_none(f"/api/v1/namespaces/{ns}/configmaps/{name}", what=f"ConfigMap {ns}/{name}")
+    cm = client.get_or_none(_api.path("ConfigMap", ns, name), what=f"ConfigMap {ns}/{name}")
     return ((cm or {}).get("data") or {}).get(key)
 
 
@@ -146,7 +140,7 @@ def mpijob_clash(client, operator: str, container: dict) -> str | None:
 # ---- discovery: the reads; _discovery classifies -------------------------------------------------------
 def list_deployments(client) -> list[dict]:
     """Every Deployment in the cluster: the one list discovery classifies."""
-    return client.list("/apis/apps/v1/deployments", what="Deployments (all namespaces)")
+    return client.list(_api.path("Deployment"), what="Deployments (all namespaces)")
 
 
 def find_schedulers(client, deployments: list[dict] | None = None) -> list[dict]:
@@ -158,7 +152,7 @@ def find_schedulers(client, deployments: list[dict] | None = None) -> list[dict]
     found = _discovery.schedulers(deployments, configs)
     # the default scheduler's static pod (mirror pods in kube-system)
     static = client.list(
-        "/api/v1/namespaces/kube-system/pods", what="Pods in kube-system", labelSelector="component=kube-scheduler"
+        _api.path("Pod", "kube-system"), what="Pods in kube-system", labelSelector="component=kube-scheduler"
     )
     return found + _discovery.static_pod_schedulers(static)
 
@@ -180,7 +174,7 @@ def allowed(client, ns: str, sa: str, c: tuple[str, str, str], namespace: str | 
         attrs["subresource"] = sub
     review = client.request(
         "POST",
-        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        _api.path("SubjectAccessReview"),
         body={
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SubjectAccessReview",
@@ -195,7 +189,7 @@ def rules_bound_elsewhere(client, ns: str, sa: str, exclude_binding: str) -> lis
     """Rules of every ClusterRole bound cluster-wide to the ServiceAccount (or its groups), except ours."""
     user, groups = _rbac.sa_user(ns, sa)
     out: list[dict] = []
-    for b in client.list("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", what="ClusterRoleBindings"):
+    for b in client.list(_api.path("ClusterRoleBinding"), what="ClusterRoleBindings"):
         if b["metadata"]["name"] == exclude_binding:
             continue
         for s in b.get("subjects") or []:
@@ -206,9 +200,17 @@ def rules_bound_elsewhere(client, ns: str, sa: str, exclude_binding: str) -> lis
             )
             if hit and b["roleRef"]["kind"] == "ClusterRole":
                 role = client.get_or_none(
-                    f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{b['roleRef']['name']}",
+                    _api.path("ClusterRole", name=b["roleRef"]["name"]),
                     what=f"ClusterRole {b['roleRef']['name']}",
                 )
                 out.extend((role or {}).get("rules") or [])
                 break
     return out
+
+
+def scan_or_empty(client, path: str, what: str, keep) -> list:
+    """``client.scan``, or nothing where the kind is not served."""
+    try:
+        return client.scan(path, what=what, keep=keep)
+    except NotFound:  # the kind is not served (its CRD is not installed)
+        return []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
 
 
@@ -93,9 +94,7 @@ def wait_pod_bound(client, ns: str, pod: dict, timeout: float, clock=time.monoto
     name = pod["metadata"]["name"]
     if (pod.get("spec") or {}).get("nodeName"):
         return True
-    w = Watcher(
-        client, f"/api/v1/namespaces/{ns}/pods", f"Pod {ns}/{name}", clock=clock, fieldSelector=f"metadata.name={name}"
-    )
+    w = Watcher(client, _api.path("Pod", ns), f"Pod {ns}/{name}", clock=clock, fieldSelector=f"metadata.name={name}")
     w.rv = pod["metadata"].get("resourceVersion") or None
     state = {"gone": False}
 
@@ -131,7 +130,7 @@ def rollout_complete(dep: dict) -> tuple[bool, str]:
 def wait_rollout(client, ns: str, name: str, timeout: float) -> dict:
     w = Watcher(
         client,
-        f"/apis/apps/v1/namespaces/{ns}/deployments",
+        _api.path("Deployment", ns),
         f"Deployment {ns}/{name}",
         fieldSelector=f"metadata.name={name}",
     )

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _crds
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _crds
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
-PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+PATH = _api.path("CustomResourceDefinition")
 
 
 def _apply(client, crd: dict, dry_run: bool) -> None:

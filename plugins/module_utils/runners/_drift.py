@@ -16,6 +16,7 @@ import binascii
 import gzip
 import json
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._charts import chart_meta
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
 
@@ -58,7 +59,7 @@ class Resources:
 
     def _group_version(self, api_version: str) -> dict:
         if api_version not in self.served:
-            path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+            path = _api.group_path(api_version)
             found = self.client.get_or_none(path, f"the API group version {api_version}")
             self.served[api_version] = {
                 r["kind"]: r for r in (found or {}).get("resources") or [] if "/" not in r.get("name", "/")
@@ -71,7 +72,7 @@ class Resources:
         res = self._group_version(api_version).get(kind)
         if res is None:
             return None, f"kind {kind} of {api_version} is not served"
-        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        base = _api.group_path(api_version)
         if not res.get("namespaced"):
             return f"{base}/{res['name']}/{meta['name']}", ""
         ns = meta.get("namespace")
@@ -148,7 +149,7 @@ def _local_chart(ref: str) -> dict | None:
 def _release(client, name: str, namespace: str) -> dict | None:
     """The last revision of Helm release ``name`` as Helm stores it (a Secret per revision), or None."""
     secrets = client.list(
-        f"/api/v1/namespaces/{namespace}/secrets",
+        _api.path("Secret", namespace),
         f"the Secrets of Helm release {namespace}/{name}",
         labelSelector=f"owner=helm,name={name}",
     )

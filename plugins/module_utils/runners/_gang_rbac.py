@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operators, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _operators, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
-RBAC = "/apis/rbac.authorization.k8s.io/v1"
 VERIFY_SECONDS = 15  # the authorizer's RBAC cache follows a change within a second or two
 
 
@@ -100,7 +99,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     state = params.get("state", "present")
     verify = params.get("verify", True)
 
-    if client.get_or_none(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}", f"ServiceAccount {ns}/{sa}") is None:
+    if client.get_or_none(_api.path("ServiceAccount", ns, sa), f"ServiceAccount {ns}/{sa}") is None:
         msg = f"ServiceAccount {ns}/{sa} not found"
         if state == "present":
             raise GangError(f"{msg}: install the component first, or set service_account to the one its pods run as")
@@ -108,7 +107,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
 
     missing_before = [c for c in needed if not _service.allowed(client, ns, sa, c)] if verify else None
 
-    role_path, bind_path = f"{RBAC}/clusterroles/{name}", f"{RBAC}/clusterrolebindings/{name}"
+    role_path, bind_path = _api.path("ClusterRole", name=name), _api.path("ClusterRoleBinding", name=name)
     role = client.get_or_none(role_path, f"ClusterRole {name}")
     binding = client.get_or_none(bind_path, f"ClusterRoleBinding {name}")
     subjects, role_ref = want_binding["subjects"], want_binding["roleRef"]
@@ -119,7 +118,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     changed = False
     if state == "present":
         if role is None:
-            _write(client, "POST", f"{RBAC}/clusterroles", want_role, f"ClusterRole {name}", check_mode)
+            _write(client, "POST", _api.path("ClusterRole"), want_role, f"ClusterRole {name}", check_mode)
             changed = True
         elif _rbac.normalize(role.get("rules") or []) != _rbac.normalize(rules) or any(
             (role["metadata"].get("labels") or {}).get(k) != v for k, v in labels.items()
@@ -132,7 +131,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
             binding = None
         if binding is None:
             _write(
-                client, "POST", f"{RBAC}/clusterrolebindings", want_binding, f"ClusterRoleBinding {name}", check_mode
+                client, "POST", _api.path("ClusterRoleBinding"), want_binding, f"ClusterRoleBinding {name}", check_mode
             )
             changed = True
         elif binding.get("subjects") != subjects:

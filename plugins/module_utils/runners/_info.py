@@ -7,21 +7,19 @@ Not a public API."""
 from __future__ import annotations
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _api,
     _capacity,
     _discovery,
     _flags,
     _images,
-    _native,
     _operators,
     _podfold,
     _podgroups,
     _readiness,
-    _runtimes,
     _schedulers,
-    _workloads,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info_native, _info_trainer
 
 DEVICE_PLUGIN_IMAGES = {"k8s-device-plugin": "nvidia-device-plugin", "gpu-operator": "gpu-operator"}
 # The k8s-device-plugin image also runs these helpers, which advertise no GPU (the chart's MPS control
@@ -69,7 +67,7 @@ def webhooks_without_endpoints(client) -> list[dict]:
     match is refused (a cluster-wide outage when they match pods)."""
     out, ready = [], {}
     for kind in ("Validating", "Mutating"):
-        path = f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}webhookconfigurations"
+        path = _api.path(f"{kind}WebhookConfiguration")
         for cfg in client.list(path, what=f"{kind}WebhookConfigurations"):
             for w in cfg.get("webhooks") or []:
                 svc = (w.get("clientConfig") or {}).get("service")
@@ -78,7 +76,7 @@ def webhooks_without_endpoints(client) -> list[dict]:
                 key = f"{svc['namespace']}/{svc['name']}"
                 if key not in ready:
                     slices = client.list(
-                        f"/apis/discovery.k8s.io/v1/namespaces/{svc['namespace']}/endpointslices",
+                        _api.path("EndpointSlice", svc["namespace"]),
                         what=f"EndpointSlices of Service {key}",
                         labelSelector=f"kubernetes.io/service-name={svc['name']}",
                     )
@@ -255,72 +253,6 @@ def skew_problems(schedulers: list[dict], kube_version: str | None) -> list[dict
     return out
 
 
-def _slim_workload(w: dict) -> dict:
-    md, spec = w.get("metadata") or {}, w.get("spec") or {}
-    return {
-        "metadata": {"namespace": md.get("namespace"), "name": md.get("name")},
-        "spec": {
-            "controllerRef": spec.get("controllerRef"),
-            "podGroupTemplates": [
-                {"priorityClassName": t.get("priorityClassName")} for t in spec.get("podGroupTemplates") or []
-            ],
-        },
-        "_created": _podfold.timestamp(md.get("creationTimestamp")),
-    }
-
-
-def native_info(client, now: float, threshold: float) -> tuple[dict, list[dict]]:
-    """kube-scheduler's own gang (scheduling.k8s.io): (its facts, its problems). One read of the group's discovery
-    (open to every user); where a Workload API version is served, one of its resources, one list of the control
-    plane's mirror pods in kube-system (their --feature-gates), one of Workloads and one of PodGroups."""
-    facts: dict = {
-        "served_versions": [],
-        "version": None,
-        "supported": False,
-        "unsupported_reason": None,
-        "kube_scheduler_gate": None,
-        "job_integration": None,
-        "podgroups": None,
-        "held_podgroups": [],
-    }
-    listed = _service.served_versions(client, _native.GROUP)
-    facts["served_versions"] = [v for v in _native.VERSIONS.values() if v in listed]
-    facts["unsupported_reason"] = _native.version_problem(facts["served_versions"])
-    if not facts["served_versions"]:
-        return facts, []
-    api = f"/apis/{_native.API_VERSION}"
-    served: set = set()
-    if _native.SUPPORTED_VERSION in facts["served_versions"]:
-        try:
-            served = {r.get("name") for r in (client.get(api, what="the Workload API") or {}).get("resources") or []}
-        except NotFound:
-            pass  # listed by the group, but its resources not served
-    control_plane = client.list_or_empty(
-        "/api/v1/namespaces/kube-system/pods",
-        what="the control plane's pods in kube-system",
-        labelSelector="tier=control-plane",
-    )
-    gates = _native.control_plane_gates(control_plane)
-    # a component seen without the flag runs upstream's default: off (beta and alpha gates of the native gang)
-    if "kube-scheduler" in gates:
-        facts["kube_scheduler_gate"] = gates["kube-scheduler"].get("GenericWorkload", False)
-    if "kube-controller-manager" in gates:
-        facts["job_integration"] = gates["kube-controller-manager"].get("WorkloadWithJob", False)
-    if not {"workloads", "podgroups"} <= served:
-        return facts, _native.gate_problems(control_plane, served=False)
-    facts["version"], facts["supported"] = _native.SUPPORTED_VERSION, True
-    workloads = _scan_or_empty(client, f"{api}/workloads", "Workloads (all namespaces)", _slim_workload)
-    workloads = [w for w in workloads if w["_created"] is not None]
-    if any((w["spec"].get("controllerRef") or {}).get("kind") == "Job" for w in workloads):
-        facts["job_integration"] = True  # the Job controller made a Workload: its integration is on
-    podgroups = client.list_or_empty(f"{api}/podgroups", what="PodGroups of scheduling.k8s.io (all namespaces)")
-    facts["podgroups"] = len(podgroups)
-    facts["held_podgroups"] = _native.held_podgroups(podgroups)
-    probs = _native.gate_problems(control_plane, served=True)
-    probs += _native.job_priority_problems(workloads, podgroups, now, threshold)
-    return facts, probs
-
-
 def _where(s: dict) -> str:
     return f"{s['source']} {s['namespace']}/{s['name']}"
 
@@ -378,159 +310,16 @@ def stalled_problems(waiting: dict, schedulers: list[dict], ops: list[dict]) -> 
     return out
 
 
-# ---- Kubeflow Trainer v2 --------------------------------------------------------------------------
-def pod_keep(trainers: list[dict]):
-    """A slim copy of a pod (``_capacity.slim_pod``), and for the pods of Trainer's Deployments
-    (``_discovery.trainers``) also when they and their containers started: all that gang_info's facts
-    read of a pod. ``gather`` keeps no pod (``_podfold.PodFold``)."""
-    if not trainers:
-        return _capacity.slim_pod
-    deps = [t["deployment"] for t in trainers]
-
-    def keep(pod: dict) -> dict:
-        out = _capacity.slim_pod(pod)
-        md = pod.get("metadata") or {}
-        if any(
-            md.get("namespace") == d["metadata"]["namespace"]
-            and _discovery.selects((d.get("spec") or {}).get("selector"), md.get("labels"))
-            for d in deps
-        ):
-            st = pod.get("status") or {}
-            out["status"]["startTime"] = st.get("startTime")
-            out["status"]["containerStatuses"] = [
-                {"name": c.get("name"), "state": {"running": (c.get("state") or {}).get("running")}}
-                for c in st.get("containerStatuses") or []
-            ]
-        return out
-
-    return keep
-
-
-def trainer_controllers(found: list[dict], started: list[str | None]) -> list[dict]:
-    """``found``: ``_discovery.trainers``; ``started``: when each one's pods started
-    (``_podfold.PodFold.started``, i.e. ``_discovery.deployment_started``)."""
-    out = []
-    for f, start in zip(found, started, strict=True):
-        dep, c = f["deployment"], f["container"]
-        out.append(
-            {
-                "deployment": f"{dep['metadata']['namespace']}/{dep['metadata']['name']}",
-                "container": c["name"],
-                "image": c.get("image"),
-                "version": _images.image_repo(c.get("image") or "")[1] or None,
-                "ready": _discovery.ready(dep),
-                "started": start,
-            }
-        )
-    return out
-
-
-def gang_kinds(ops: list[dict]) -> dict:
-    """(kind, apiVersion) -> {gang scheduler: operator}, of the Kubeflow v1 job kinds an operator gang-schedules:
-    ``volcano`` when its gang flag says volcano (a PodGroup scheduling.volcano.sh), else ``scheduler_plugins`` (a
-    PodGroup scheduling.x-k8s.io); either way the PodGroup is named after the job. ``ops``: ``operator_facts``
-    (with ``_container``)."""
-    out: dict = {}
-    for o in ops:
-        v = o["gang_value"]
-        if not v:
-            continue
-        gang = _operators.podgroup_scheduler(v)
-        label = _operators.OPERATORS[o["operator"]]["label"]
-        if o["operator"] == "training_operator":
-            schemes = _operators.enabled_schemes(o["_container"])
-            for kind in _workloads.REPLICA_SPECS:
-                if schemes is None or kind.lower() in schemes:
-                    out.setdefault((kind, "kubeflow.org/v1"), {}).setdefault(gang, label)
-        elif o["operator"] == "mpi_operator":
-            out.setdefault(("MPIJob", _workloads.JOB_API["MPIJob"]), {}).setdefault(gang, label)
-    return out
-
-
-def _scan_or_empty(client, path: str, what: str, keep) -> list:
-    try:
-        return client.scan(path, what=what, keep=keep)
-    except NotFound:  # the kind is not served (its CRD is not installed)
-        return []
-
-
-def _slim_trainjob(tj: dict) -> dict:
-    md, spec = tj.get("metadata") or {}, tj.get("spec") or {}
-    trainer = spec.get("trainer") or {}
-    return {
-        "metadata": {"namespace": md.get("namespace"), "name": md.get("name")},
-        "spec": {
-            "runtimeRef": spec.get("runtimeRef") or {},
-            "trainer": {"resourcesPerNode": trainer["resourcesPerNode"]} if trainer.get("resourcesPerNode") else {},
-        },
-    }
-
-
-def trainer_info(
-    client, found: list[dict], started: list[str | None], schedulers: list[dict], crds: dict, ops: list[dict]
-):
-    """Kubeflow Trainer v2: (its facts, its problems). One CRD read when Trainer is not installed; else
-    one list per runtime kind and one of TrainJobs, and, only when a TrainJob on a gang runtime could
-    share its PodGroup with a Kubeflow v1 job, one list per job kind an operator gangs on that same scheduler."""
-    controllers = trainer_controllers(found, started)
-    crd = _service.crd(client, _runtimes.TRAINJOB_CRD)
-    facts = {"installed": _service.crd_established(crd), "controllers": controllers, "runtimes": []}
-    if not facts["installed"]:
-        return facts, []
-    version = _runtimes.served_version(crd)
-    runtimes = []
-    for kind in _runtimes.KINDS:
-        for rt in client.list_or_empty(_runtimes.path(kind, version, None), what=f"{kind}s (all namespaces)"):
-            rt["kind"] = kind
-            runtimes.append(rt)
-    trainjobs = _scan_or_empty(
-        client,
-        f"/apis/{_runtimes.GROUP}/{version}/{_runtimes.TRAINJOB_PLURAL}",
-        "TrainJobs (all namespaces)",
-        _slim_trainjob,
-    )
-    crd_of = {}
-    for policy, gang in _runtimes.GANG_OF_POLICY.items():
-        name = _podgroups.crd_name(gang)
-        crd_of[policy] = (name, crds.get(name))
-    crd_ok = {p: _runtimes.crd_followed(c, controllers) for p, (_name, c) in crd_of.items()}
-    facts["runtimes"] = [_runtimes.runtime_fact(rt, schedulers, crd_ok) for rt in runtimes]
-    probs = [p for rt in runtimes for p in _runtimes.runtime_problems(rt, schedulers)]
-    probs += _runtimes.podgroup_crd_problems(runtimes, crd_of, controllers)
-    for v in sorted({c["version"] for c in controllers if c["version"]}):
-        probs += _runtimes.resources_per_node_problems(v, trainjobs, runtimes)
-    # the gangs TrainJobs make PodGroups of, and the v1 job kinds an operator makes PodGroups of on the same gang
-    policies = {_runtimes.gang_policy(_runtimes.runtime_of(tj, runtimes) or {}) for tj in trainjobs}
-    trainjob_gangs = {_runtimes.GANG_OF_POLICY.get(p) for p in policies}
-    kinds = {k: by_gang for k, by_gang in gang_kinds(ops).items() if trainjob_gangs & set(by_gang)}
-    if kinds:
-        jobs = []
-        for (kind, api_version), by_gang in sorted(kinds.items()):
-            jobs += _scan_or_empty(
-                client,
-                f"/apis/{api_version}/{kind.lower()}s",
-                f"{kind}s (all namespaces)",
-                lambda j, kind=kind, by_gang=by_gang: {
-                    "kind": kind,
-                    "namespace": (j.get("metadata") or {}).get("namespace"),
-                    "name": (j.get("metadata") or {}).get("name"),
-                    "operators": by_gang,
-                },
-            )
-        probs += _runtimes.name_clash_problems(trainjobs, runtimes, jobs)
-    return facts, probs
-
-
 def gather(client, params: dict, now: float) -> dict:
     version = client.get("/version", what="the API server version")
-    nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
+    nodes = client.scan(_api.path("Node"), what="Nodes", keep=_capacity.slim_node)
     # one list of every Deployment, classified into schedulers, operators and Trainer's controllers
     deployments = _service.list_deployments(client)
     trainers = _discovery.trainers(deployments)
     threshold = params["partial_threshold_seconds"]
     # every pod folded as the scan decodes it, none kept: memory grows with the nodes and gangs, not the pods
     pods = _podfold.PodFold(now, threshold, trainers)
-    client.scan("/api/v1/pods", what="Pods (all namespaces)", keep=pods)
+    client.scan(_api.path("Pod"), what="Pods (all namespaces)", keep=pods)
     per_node = pods.nodes_capacity(nodes)
     for entry, node in zip(per_node, nodes, strict=True):
         entry["labels"] = node["metadata"].get("labels") or {}
@@ -547,7 +336,7 @@ def gather(client, params: dict, now: float) -> dict:
             }
     ops = operator_facts(client, _discovery.operators(deployments))
     plugins = []
-    for ds in client.list("/apis/apps/v1/daemonsets", what="DaemonSets (all namespaces)"):
+    for ds in client.list(_api.path("DaemonSet"), what="DaemonSets (all namespaces)"):
         for c in ds["spec"]["template"]["spec"].get("containers") or []:
             kind = _images.image_kind(c.get("image", ""), DEVICE_PLUGIN_IMAGES)
             argv0 = ((c.get("command") or c.get("args") or [""])[0]).rsplit("/", 1)[-1]
@@ -566,10 +355,10 @@ def gather(client, params: dict, now: float) -> dict:
     probs = problems(client, ops, schedulers, crds, plugins)
     probs += koordinator_problems(client, schedulers, version.get("gitVersion"))
     probs += skew_problems(schedulers, version.get("gitVersion"))
-    native_facts, native_probs = native_info(client, now, threshold)
+    native_facts, native_probs = _info_native.native_info(client, now, threshold)
     probs += native_probs
     probs += stalled_problems(pods.waiting(), schedulers, ops)
-    trainer_facts, trainer_probs = trainer_info(client, trainers, pods.started(), schedulers, crds, ops)
+    trainer_facts, trainer_probs = _info_trainer.trainer_info(client, trainers, pods.started(), schedulers, crds, ops)
     probs += trainer_probs
     for o in ops:
         o.pop("_container")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._readiness import (
     ca_injected,
     daemonset_ready,
@@ -17,8 +18,6 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._readiness impo
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import rollout_complete
 
-ADMISSION = "/apis/admissionregistration.k8s.io/v1"
-
 
 def rolled_out(obj: dict) -> str | None:
     """Like `kubectl rollout status`: every replica of the current spec updated and available, none old left."""
@@ -26,12 +25,12 @@ def rolled_out(obj: dict) -> str | None:
     return None if done else why
 
 
-def _one(path: str):
-    return lambda client, label, ns, name: client.get_or_none(path.format(namespace=ns, name=name), label)
+def _one(kind: str):
+    return lambda client, label, ns, name: client.get_or_none(_api.path(kind, ns, name), label)
 
 
 def _slices(client, label, ns, name):
-    path = f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
+    path = _api.path("EndpointSlice", ns)
     return client.list_or_empty(path, f"EndpointSlices of {label}", labelSelector=f"kubernetes.io/service-name={name}")
 
 
@@ -39,22 +38,22 @@ def _slices(client, label, ns, name):
 KINDS = {
     "crds": (
         "CustomResourceDefinition",
-        _one("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"),
+        _one("CustomResourceDefinition"),
         established,
         False,
     ),
-    "deployments": ("Deployment", _one("/apis/apps/v1/namespaces/{namespace}/deployments/{name}"), rolled_out, True),
-    "daemonsets": ("DaemonSet", _one("/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}"), daemonset_ready, True),
+    "deployments": ("Deployment", _one("Deployment"), rolled_out, True),
+    "daemonsets": ("DaemonSet", _one("DaemonSet"), daemonset_ready, True),
     "services": ("Service", _slices, endpoint_ready, True),
     "mutating_webhook_configurations": (
         "MutatingWebhookConfiguration",
-        _one(ADMISSION + "/mutatingwebhookconfigurations/{name}"),
+        _one("MutatingWebhookConfiguration"),
         ca_injected,
         False,
     ),
     "validating_webhook_configurations": (
         "ValidatingWebhookConfiguration",
-        _one(ADMISSION + "/validatingwebhookconfigurations/{name}"),
+        _one("ValidatingWebhookConfiguration"),
         ca_injected,
         False,
     ),

@@ -8,10 +8,10 @@ verdict to expect from the capacity. Not a public API."""
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _api,
     _capacity,
     _native,
     _operators,
@@ -33,7 +33,6 @@ SYSTEM_NAMESPACES = (
     "volcano-monitoring",
     "scheduler-plugins",
 )
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # the longest name a run creates: smoke-<run id>-control-<n>, a job's smoke-<run id>-gang-worker-<n> service
 _NAME_SHAPE = "smoke-{}-control-worker-{}"
 
@@ -43,7 +42,7 @@ def validate(params: dict) -> dict:
     if params["replicas"] < 1:
         raise GangError(f"replicas must be >= 1 (got {params['replicas']}): a gang needs members")
     check_trainjob(params)
-    check_native(params)
+    check_path(params)
     res = params.get("resources")
     if not isinstance(res, dict) or not res:
         raise GangError("resources must be a mapping of resource name to quantity, e.g. {nvidia.com/gpu: 1}")
@@ -62,7 +61,7 @@ def validate(params: dict) -> dict:
         if params.get(t) is not None and params[t] < low:
             raise GangError(f"{t} must be >= {low} (got {params[t]})")
     ns = params.get("namespace") or ""
-    if not DNS_LABEL.match(ns) or len(ns) > 63:
+    if not _operators.DNS1123_LABEL.match(ns):
         raise GangError(
             f"namespace {ns!r} is not a valid namespace name (lower-case letters, digits and '-', at most 63 "
             "characters, starting and ending with a letter or digit)"
@@ -70,7 +69,7 @@ def validate(params: dict) -> dict:
     check_namespace(params, ())
     run_id = params.get("run_id")
     if run_id is not None:
-        if not DNS_LABEL.match(run_id) or len(run_id) > 63:
+        if not _operators.DNS1123_LABEL.match(run_id):
             raise GangError(
                 f"run_id {run_id!r} is not usable: it becomes the label value {_workloads.RUN_LABEL}=<run_id> "
                 "and part of object names, so it must be at most 63 lower-case letters, digits and '-', "
@@ -86,40 +85,48 @@ def validate(params: dict) -> dict:
     return out
 
 
+# why a gang path does not take a workload (``_podgroups.PATHS``): the path's own reason where it has one, else the
+# workload's; each a function of (workload, gang_scheduler)
+NOT_TAKEN_BY_PATH = {
+    _native.GANG_PATH: lambda wl, gang: (
+        f"workload={wl} cannot be tested with gang_scheduler={gang}: no Kubeflow operator or Trainer runtime puts "
+        "its pods in a native gang (kube-scheduler's Workload and PodGroup) yet, so such a job would not be "
+        "gang-scheduled; use workload=pods or workload=job for the native gang, or gang_scheduler=volcano or "
+        "scheduler_plugins for Kubeflow jobs"
+    ),
+}
+NOT_TAKEN = {
+    "trainjob": lambda wl, gang: (
+        f"workload=trainjob cannot be tested with gang_scheduler={gang}: a Trainer runtime's podGroupPolicy "
+        "makes PodGroups for scheduler-plugins (coscheduling) or Volcano only, and a label gang cannot be put "
+        "in a runtime (its size is each TrainJob's numNodes); use gang_scheduler=scheduler_plugins or volcano, "
+        "or another workload for koordinator"
+    ),
+    "job": lambda wl, gang: (
+        f"workload=job is a plain Indexed Job in one native gang (the Job controller's Workload and PodGroup): "
+        f"it needs gang_scheduler=native, not {gang}; use workload=pods or a Kubeflow job for {gang}"
+    ),
+}
+
+
 def check_trainjob(params: dict) -> None:
-    """workload=trainjob and trainer_runtime go together with a scheduler a Trainer runtime can name."""
-    wl, gang, runtime = params.get("workload"), params.get("gang_scheduler"), params.get("trainer_runtime")
+    """trainer_runtime goes with workload=trainjob only."""
+    wl, runtime = params.get("workload"), params.get("trainer_runtime")
     if runtime is not None and wl != "trainjob":
         raise GangError(
             f"trainer_runtime={runtime!r} is a Kubeflow Trainer v2 ClusterTrainingRuntime for workload=trainjob, "
             f"not workload={wl}; set workload=trainjob or leave trainer_runtime out"
         )
     _operators.check_name("trainer_runtime", runtime, "ClusterTrainingRuntime", label=False)
-    if wl == "trainjob" and gang in _podgroups.LABEL_GANG_SCHEDULERS:
-        raise GangError(
-            f"workload=trainjob cannot be tested with gang_scheduler={gang}: a Trainer runtime's podGroupPolicy "
-            "makes PodGroups for scheduler-plugins (coscheduling) or Volcano only, and a label gang cannot be put "
-            "in a runtime (its size is each TrainJob's numNodes); use gang_scheduler=scheduler_plugins or volcano, "
-            "or another workload for koordinator"
-        )
 
 
-def check_native(params: dict) -> None:
-    """The native gang takes pods or a plain Job (the Kubeflow operators and Trainer cannot put pods in one),
-    and workload=job is the native gang's Job integration."""
+def check_path(params: dict) -> None:
+    """The workload is one the gang path takes (``_podgroups.PATHS``: a label gang cannot be put in a Trainer
+    runtime, the native gang takes pods or a plain Job, a plain Job is the native gang's Job integration), and the
+    native gang's scheduler is kube-scheduler's default profile."""
     wl, gang = params.get("workload"), params.get("gang_scheduler")
-    if gang in _podgroups.NATIVE_GANG_SCHEDULERS and wl not in ("pods", "job"):
-        raise GangError(
-            f"workload={wl} cannot be tested with gang_scheduler={gang}: no Kubeflow operator or Trainer runtime puts "
-            "its pods in a native gang (kube-scheduler's Workload and PodGroup) yet, so such a job would not be "
-            "gang-scheduled; use workload=pods or workload=job for the native gang, or gang_scheduler=volcano or "
-            "scheduler_plugins for Kubeflow jobs"
-        )
-    if wl == "job" and gang not in _podgroups.NATIVE_GANG_SCHEDULERS:
-        raise GangError(
-            f"workload=job is a plain Indexed Job in one native gang (the Job controller's Workload and PodGroup): "
-            f"it needs gang_scheduler=native, not {gang}; use workload=pods or a Kubeflow job for {gang}"
-        )
+    if wl not in _podgroups.PATHS[gang]["workloads"]:
+        raise GangError((NOT_TAKEN_BY_PATH.get(gang) or NOT_TAKEN[wl])(wl, gang))
     given = params.get("scheduler_name")
     if gang in _podgroups.NATIVE_GANG_SCHEDULERS and given not in (None, _native.SCHEDULER_NAME):
         raise GangError(
@@ -174,7 +181,7 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     """CRDs, the scheduler, its namespace, and nodes and pods for the capacity maths (``exclude``:
     'ns/name' of pods that do not count, such as an earlier run's, about to be removed)."""
     gang = params["gang_scheduler"]
-    if gang in _podgroups.NATIVE_GANG_SCHEDULERS:
+    if _podgroups.PATHS[gang]["podgroup"] == "native":
         served = _service.served_versions(client, _native.GROUP, ("workloads", "podgroups"))
         problem = _native.version_problem(served)
         if problem:
@@ -203,9 +210,9 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     trainer: dict = {}
     if wl == "trainjob":
         trainer = trainjob_preflight(client, params, deployments, sname)
-    nodes = client.scan("/api/v1/nodes", what="Nodes", keep=_capacity.slim_node)
+    nodes = client.scan(_api.path("Node"), what="Nodes", keep=_capacity.slim_node)
     pods = client.scan(
-        "/api/v1/pods",
+        _api.path("Pod"),
         what="Pods (all namespaces)",
         keep=_capacity.slim_pod,
         fieldSelector="status.phase!=Succeeded,status.phase!=Failed",
@@ -236,7 +243,7 @@ def trainjob_preflight(client, params: dict, deployments: list[dict], sname: str
     }
     name = params.get("trainer_runtime")
     if name:
-        path = f"{_workloads.kind_path('ClusterTrainingRuntime', _workloads.TRAINER_API)}/{name}"
+        path = _api.path("ClusterTrainingRuntime", name=name)
         rt = client.get_or_none(path, f"ClusterTrainingRuntime {name}")
         if rt is None:
             raise GangError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Forbidden, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher
 
@@ -27,18 +27,18 @@ def find_stale(client, namespace: str | None, keep: str | None = None) -> list[t
     sel = _stale_selector(keep)
     out = []
     for kind, api_version in _workloads.RUN_KINDS:
-        path = _workloads.kind_path(kind, api_version, namespace)
+        path = _api.path(kind, namespace, api_version_=api_version)
         for o in client.list_or_empty(path, what=f"{kind}s labelled {_workloads.RUN_LABEL}", labelSelector=sel):
             md = o["metadata"]
             going = bool(md.get("deletionTimestamp"))
             if going and kind != "Pod":
                 continue
             ns, name = md["namespace"], md["name"]
-            out.append((f"{_workloads.kind_path(kind, api_version, ns)}/{name}", f"{kind} {ns}/{name}", going))
+            out.append((_api.path(kind, ns, name, api_version), f"{kind} {ns}/{name}", going))
     if namespace is None:
-        for o in client.list("/api/v1/namespaces", what="Namespaces", labelSelector=sel):
+        for o in client.list(_api.path("Namespace"), what="Namespaces", labelSelector=sel):
             name = o["metadata"]["name"]
-            out.append((f"/api/v1/namespaces/{name}", f"Namespace {name}", False))
+            out.append((_api.path("Namespace", name=name), f"Namespace {name}", False))
     return out
 
 
@@ -90,18 +90,18 @@ def wait_namespace_gone(client, ns: str, timeout: float, clock=time.monotonic) -
     """True once Namespace ``ns`` is gone (False after ``timeout``): one read, then a watch of that name
     from the read's resourceVersion until its DELETED event (a broken watch re-lists), instead of polling
     it the several seconds the namespace controller takes."""
-    obj = client.get_or_none(f"/api/v1/namespaces/{ns}", f"Namespace {ns}")
+    obj = client.get_or_none(_api.path("Namespace", name=ns), f"Namespace {ns}")
     if obj is None:
         return True
     deadline = clock() + timeout
-    w = Watcher(client, "/api/v1/namespaces", f"Namespace {ns}", clock=clock, fieldSelector=f"metadata.name={ns}")
+    w = Watcher(client, _api.path("Namespace"), f"Namespace {ns}", clock=clock, fieldSelector=f"metadata.name={ns}")
     w.store[ns], w.rv = obj, obj["metadata"].get("resourceVersion")
     try:
         return w.run(lambda _kind, _obj, store: ns not in store, timeout)
     except Forbidden:  # a user who may get namespaces but not watch them (an older automation-user role): poll
         pass
     while clock() < deadline:
-        if client.get_or_none(f"/api/v1/namespaces/{ns}", f"Namespace {ns}") is None:
+        if client.get_or_none(_api.path("Namespace", name=ns), f"Namespace {ns}") is None:
             return True
         time.sleep(0.5)
     return False
@@ -127,7 +127,7 @@ def remove_run(
             )
         except NotFound:
             pass
-    waited = [(f"/api/v1/namespaces/{ns}/pods", "Pod")]
+    waited = [(_api.path("Pod", ns), "Pod")]
     waited += sorted((p, k) for p, k in kinds if k in _workloads.WAITED_KINDS)
     deadline = clock() + timeout
     left: list[str] = []
@@ -142,7 +142,7 @@ def remove_run(
         time.sleep(0.5)
     if namespace:
         try:
-            client.request("DELETE", f"/api/v1/namespaces/{ns}", what=f"Namespace {ns}")
+            client.request("DELETE", _api.path("Namespace", name=ns), what=f"Namespace {ns}")
         except NotFound:
             pass
         if not wait_namespace_gone(client, ns, timeout, clock):

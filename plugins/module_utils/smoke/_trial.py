@@ -9,33 +9,29 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native, _podgroups, _trainjobs, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+    _api,
+    _native,
+    _podgroups,
+    _trainjobs,
+    _workloads,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher, wait_pod_bound
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import wait_pod_bound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict, _watch
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._diagnosis import (
-    forbidden_podgroup_create,
     gang_cause,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._interrupt import Interrupted, controller_gone
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._sweep import remove_run, wait_namespace_gone
 
-PODGROUP_WAIT = 30.0
 # Trainer's validating webhook looks a TrainJob's runtime up in its informer cache: a TrainJob created
 # right after its runtime is refused ("not found") until the cache has the runtime
 RUNTIME_SEEN_WAIT = 15.0
 # the liveness canary: one member of a gang of one, no GPU, so any live scheduler serving the name binds it
 CANARY_RESOURCES = {"cpu": "10m", "memory": "16Mi"}
 CANARY_LABEL = "gangsched.kubeflow/canary"
-
-
-class _NoPodGroup(GangError):
-    pass
-
-
-class _SchedulerDown(GangError):
-    pass
 
 
 class Trial:
@@ -63,12 +59,13 @@ class Trial:
         self.created: list[dict] = []
         self.liveness: dict = {}
         self.podgroup: dict | None = None
-        self.native = params["gang_scheduler"] in _podgroups.NATIVE_GANG_SCHEDULERS
+        # the canary and the verdict need the scheduler's own decision on the PodGroup (the native gang's)
+        self.native = _podgroups.PATHS[params["gang_scheduler"]]["decision"]
         # why the liveness canary failed where the generic reason would mislead (the native gang's)
         self.canary_problem: str | None = None
 
     def ensure_namespace(self) -> None:
-        obj = self.client.get_or_none(f"/api/v1/namespaces/{self.ns}", f"Namespace {self.ns}")
+        obj = self.client.get_or_none(_api.path("Namespace", name=self.ns), f"Namespace {self.ns}")
         labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
         if obj is not None and labels.get(_workloads.RUN_LABEL) not in (None, self.run_id):
             # created by an earlier run that was interrupted before its cleanup: this run removes it
@@ -80,7 +77,7 @@ class Trial:
         if obj is None:
             self.client.request(
                 "POST",
-                "/api/v1/namespaces",
+                _api.path("Namespace"),
                 body={
                     "apiVersion": "v1",
                     "kind": "Namespace",
@@ -102,7 +99,7 @@ class Trial:
         pod = [o for o in self.create(docs) if o.get("kind") == "Pod"][0]
         try:
             left = timeout - (self.clock() - t0)
-            if not wait_pod_bound(self.client, self.ns, pod, left, self.clock, between=self._check_controller):
+            if not wait_pod_bound(self.client, self.ns, pod, left, self.clock, between=self.check_controller):
                 return None
             if self.native and not self._native_canary_marked(name, t0 + timeout):
                 return None
@@ -112,27 +109,26 @@ class Trial:
                 try:
                     self.client.request(
                         "DELETE",
-                        f"{_workloads.collection_path(d)}/{d['metadata']['name']}",
+                        _api.path(d["kind"], d["metadata"]["namespace"], d["metadata"]["name"], d["apiVersion"]),
                         query={"gracePeriodSeconds": 0} if d["kind"] == "Pod" else None,
                         what=f"{d['kind']} {self.ns}/{d['metadata']['name']}",
                     )
                 except ApiError:
                     pass  # gone already, or the API server is away: the cleanup removes it by its label
 
-    def _native_podgroup_path(self, name: str) -> str:
-        return f"{_workloads.kind_path('PodGroup', _native.API_VERSION, self.ns)}/{name}"
-
     def _native_canary_marked(self, name: str, deadline: float) -> bool:
         """Whether kube-scheduler marked the bound canary's PodGroup scheduled (by ``deadline``, at least 5s): a
         kube-scheduler without the gang plugin binds the pod alone and marks nothing."""
         deadline = max(deadline, self.clock() + 5)
         while True:
-            decided, _msg = _native.scheduled(self.client.get_or_none(self._native_podgroup_path(name), "PodGroup"))
+            decided, _msg = _native.scheduled(
+                self.client.get_or_none(_watch.native_podgroup_path(self, name), "PodGroup")
+            )
             if decided == "True":
                 return True
             if self.clock() >= deadline:
                 break
-            self._check_controller()
+            self.check_controller()
             time.sleep(0.5)
         self.canary_problem = (
             f"kube-scheduler ({self.sname!r}) bound the liveness canary, a gang of one, but never marked its PodGroup "
@@ -142,17 +138,8 @@ class Trial:
         )
         return False
 
-    def _native_job_podgroup(self, job: dict) -> dict | None:
-        """The PodGroup the Job controller made for ``job`` (the Job integration; named by the controller)."""
-        path = _workloads.kind_path("PodGroup", _native.API_VERSION, self.ns)
-        name = job["metadata"]["name"]
-        for pg in self.client.list_or_empty(path, what=f"PodGroups in {self.ns}"):
-            if _native.owned_by(pg, "Job", name):
-                return pg
-        return None
-
     @staticmethod
-    def _check_controller() -> None:
+    def check_controller() -> None:
         if controller_gone():
             raise Interrupted(
                 "Interrupted: the ansible process that ran this smoke test is gone; its objects were removed"
@@ -189,188 +176,6 @@ class Trial:
         ref = doc["spec"]["runtimeRef"]
         mine = any(d["kind"] == ref["kind"] and d["metadata"]["name"] == ref["name"] for d in self.created)
         return mine and "not found" in e.msg and ref["name"] in e.msg
-
-    def watch(
-        self,
-        gang: _verdict.Gang,
-        selector: str,
-        expect: str,
-        timeout: float,
-        job: dict | None,
-        probe: bool = False,
-        name: str | None = None,
-    ) -> str:
-        """Watch the gang to a verdict. ``probe``: once no member is bound for settle_seconds without the
-        scheduler's rejection of the whole gang, bind a second canary; if the scheduler no longer binds
-        one, the verdict is an error naming it (raised as _SchedulerDown)."""
-        settle = self.params["settle_seconds"]
-        t0 = self.clock()
-        state = {"verdict": None, "pg_seen": None, "gang_name": name}
-
-        sname = self.sname
-
-        def on_event(kind, obj, store):
-            now = self.clock() - t0
-            got = (obj.get("spec") or {}).get("schedulerName")
-            if job is not None and kind != "DELETED" and got != sname:
-                raise _NoPodGroup(self._wrong_scheduler(job, obj["metadata"]["name"], got))
-            gang.observe("DELETED" if kind == "DELETED" else "MODIFIED", obj, now)
-            state["verdict"] = gang.verdict(now, settle, expect)
-            return state["verdict"] is not None
-
-        w = Watcher(self.client, f"/api/v1/namespaces/{self.ns}/pods", f"Pods in {self.ns}", labelSelector=selector)
-        deadline = t0 + timeout
-        pg_path = None
-        if gang.native:
-            return self._watch_native(w, on_event, gang, state, expect, t0, deadline, job)
-        if job is not None and self.params["gang_scheduler"] not in _podgroups.LABEL_GANG_SCHEDULERS:
-            group, version = _podgroups.api(self.params["gang_scheduler"])
-            pg_path = f"/apis/{group}/{version}/namespaces/{self.ns}/podgroups/{job['metadata']['name']}"
-        while self.clock() < deadline:
-            self._check_controller()
-            # short watch rounds, so a job's PodGroup and the pending settle time are checked between them
-            done = w.run(on_event, min(2.0, deadline - self.clock()))
-            now = self.clock() - t0
-            if done and (pg_path is None or state["pg_seen"] is not None):
-                return state["verdict"]
-            if pg_path and state["pg_seen"] is None:
-                pg = self.client.get_or_none(pg_path, "PodGroup")
-                if pg is not None:
-                    if job["kind"] == "TrainJob":
-                        # Trainer's PodGroup: owned by the TrainJob and counting all its pods, or no proof
-                        self.podgroup = self._trainer_podgroup(job, pg, gang.size)
-                    if done:
-                        return state["verdict"]
-                    state["pg_seen"] = now
-                    gang.observe_group(pg, now)
-                    if gang.all_present_at is None and job["kind"] != "TrainJob":
-                        # the operator holds the pods back until the gang fits (JobSet makes a TrainJob's at once)
-                        gang.all_present_at = now
-                elif now > PODGROUP_WAIT or done:
-                    raise _NoPodGroup(self._no_podgroup(job))
-            elif pg_path and not gang.ever_bound():
-                # an operator may hold the pods back until the scheduler admits the PodGroup: then the
-                # scheduler's rejection is on the PodGroup
-                gang.observe_group(self.client.get_or_none(pg_path, "PodGroup"), now)
-            v = gang.verdict(now, settle, expect)
-            if v:
-                return v
-            if probe:
-                self._probe(gang, state, now)
-        return gang.final(self.clock() - t0, settle)
-
-    def _probe(self, gang: _verdict.Gang, state: dict, now: float) -> None:
-        """Once no member is bound for settle_seconds without the scheduler's rejection of the whole gang,
-        bind a second canary (once); raises _SchedulerDown when the scheduler no longer binds one."""
-        settle = self.params["settle_seconds"]
-        if "during" in self.liveness or now < state.get("probe_at", 0) or not gang.unproven(now, settle):
-            return
-        state["probes"] = state.get("probes", 1) + 1
-        try:
-            secs = self.canary(state["probes"], self.params["liveness_timeout"])
-        except ApiError as e:
-            # the API server, not the scheduler (a restart can also delay its marks): later again
-            self.liveness["recheck_error"] = e.msg
-            state["probe_at"] = now + max(settle, 2.0)
-            return
-        self.liveness["during"] = secs
-        if secs is None:
-            raise _SchedulerDown(
-                f"{self.describe} stopped scheduling: it bound the first liveness canary but "
-                f"not a second one in {self.params['liveness_timeout']}s, {now:.0f}s into the test, while "
-                "no member of the gang was bound or rejected (frozen, hung, or lost its leader lease); "
-                "check its process and log"
-            )
-
-    def _watch_native(self, w, on_event, gang, state, expect, t0, deadline, job) -> str:
-        """The native gang watched to a verdict: its PodGroup (the run's own, or the one the Job controller made
-        for ``job``) read between short watch rounds, as kube-scheduler's decision on it is the evidence."""
-        settle = self.params["settle_seconds"]
-        name = None if job is not None else state.get("gang_name")
-        while self.clock() < deadline:
-            self._check_controller()
-            w.run(on_event, min(2.0, deadline - self.clock()))
-            now = self.clock() - t0
-            if job is not None and name is None:
-                pg = self._native_job_podgroup(job)
-                if pg is None and now > PODGROUP_WAIT:
-                    raise _NoPodGroup(self._no_native_podgroup(job))
-                name = (pg or {}).get("metadata", {}).get("name")
-            else:
-                pg = self.client.get_or_none(self._native_podgroup_path(name), "PodGroup") if name else None
-            if pg is not None:
-                self.podgroup = {"name": pg["metadata"]["name"], "scheduled": _native.scheduled(pg)[0]}
-            gang.observe_group(pg, now)
-            v = gang.verdict(now, settle, expect)
-            if v:
-                return v
-            self._probe(gang, state, now)
-        return gang.final(self.clock() - t0, settle)
-
-    def _no_native_podgroup(self, job: dict) -> str:
-        what = f"Job {self.ns}/{job['metadata']['name']}"
-        return (
-            f"the Job controller made no PodGroup for {what} in {PODGROUP_WAIT:.0f}s although the Job asks for a gang "
-            "(spec.scheduling.schedulingPolicy.gang): the native gang's Job integration is off. Turn it on with "
-            f"{_native.TURN_ON_JOBS} (besides {_native.TURN_ON}), or prove the native gang with workload=pods"
-        )
-
-    def _wrong_scheduler(self, job: dict, pod: str, got: str | None) -> str:
-        what = f"{job['kind']} {self.ns}/{job['metadata']['name']}"
-        if job["kind"] == "TrainJob":
-            return (
-                f"{what}: JobSet created pod {pod} for scheduler {got!r}, not {self.sname!r}, so it is not "
-                f"gang-scheduled: the runtime's pod templates must name the scheduler (Trainer never sets it); "
-                "make the runtime gang-scheduled with the gangsched.kubeflow.trainer_runtime_gang filter"
-            )
-        return (
-            f"{what}: the operator created pod {pod} for scheduler {got!r}, not {self.sname!r}, so it is not "
-            "gang-scheduled; set the operator's gang flag (gangsched.kubeflow.operator_gang)"
-        )
-
-    def _trainer_podgroup(self, job: dict, pg: dict, members: int) -> dict:
-        """What shows Trainer made the TrainJob's PodGroup for the whole gang: owned by the TrainJob,
-        minMember all its pods. Raises _NoPodGroup otherwise (the gang would not be all or nothing)."""
-        name = job["metadata"]["name"]
-        md, spec = pg.get("metadata") or {}, pg.get("spec") or {}
-        owners = [f"{o.get('kind')} {o.get('name')}" for o in md.get("ownerReferences") or []]
-        got = {"name": name, "min_member": spec.get("minMember"), "owners": owners}
-        if f"TrainJob {name}" not in owners:
-            raise _NoPodGroup(
-                f"PodGroup {self.ns}/{name} is not Trainer's for TrainJob {self.ns}/{name} (owners: "
-                f"{', '.join(owners) or 'none'}): something else made a PodGroup of that name, and Trainer does not "
-                "update one it did not make; remove it and re-run"
-            )
-        if spec.get("minMember") != members:
-            raise _NoPodGroup(
-                f"PodGroup {self.ns}/{name} that Trainer made for TrainJob {self.ns}/{name} has minMember "
-                f"{spec.get('minMember')}, not the TrainJob's {members} pods: the gang would not be all or nothing; "
-                "check the runtime's replicated jobs (numNodes goes to the one labelled "
-                f"{_trainjobs.ANCESTOR}={_trainjobs.TRAINER_STEP})"
-            )
-        return got
-
-    def _no_podgroup(self, job: dict) -> str:
-        """Why the operator made no PodGroup: the first create it may not do, asked of the API server as
-        its ServiceAccount; else the flag or the rights to check."""
-        what = f"{job['kind']} {self.ns}/{job['metadata']['name']}"
-        gang = self.params["gang_scheduler"]
-        if job["kind"] == "TrainJob":
-            generic = (
-                f"no PodGroup was created for {what} in {PODGROUP_WAIT:.0f}s although its runtime has a "
-                f"podGroupPolicy: Trainer watches {_podgroups.group(gang)} PodGroups only if their CRD existed when "
-                "it started (restart its Deployment after installing the scheduler), and needs the rights to "
-                f"create them; read its log"
-            )
-        else:
-            generic = (
-                f"no PodGroup was created for {what} in {PODGROUP_WAIT:.0f}s: check the operator's gang flag "
-                "(gangsched.kubeflow.operator_gang) and its rights on podgroups (gangsched.kubeflow.gang_rbac)"
-            )
-        denied = forbidden_podgroup_create(
-            self.client, self.params["workload"], gang, self.ns, deployments=self.trainer_deployments
-        )
-        return f"no PodGroup was created for {what}: {denied}" if denied else generic
 
     def one_gang(self, resources: dict, expect: str, control: bool) -> dict:
         """The gang (``control``: the same pods without a gang, for the default scheduler) created and
@@ -420,10 +225,10 @@ class Trial:
         self.podgroup = None
         try:
             self.create(docs)
-            verdict = self.watch(gang, selector, exp, params["timeout"], job, probe=not control, name=name)
+            verdict = _watch.watch(self, gang, selector, exp, params["timeout"], job, probe=not control, name=name)
             if not control:
                 cause = gang_cause(verdict, gang, exp, self.describe, params["timeout"], self.liveness)
-        except (_NoPodGroup, _SchedulerDown) as e:
+        except (_watch.NoPodGroup, _watch.SchedulerDown) as e:
             verdict, cause = _verdict.ERROR, e.msg
         except ApiError as e:
             verdict, cause = _verdict.ERROR, e.msg

@@ -9,9 +9,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _discovery
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity, _discovery
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info, _info_trainer
 
 SP_CONFIG = """
 profiles:
@@ -289,8 +289,8 @@ def test_trainer_started_is_its_oldest_running_container_start():
 
 
 def test_the_pod_scan_keeps_start_times_of_trainers_pods_only():
-    assert _info.pod_keep([]) is _info._capacity.slim_pod  # no Trainer: the scan is as it was
-    keep = _info.pod_keep(_discovery.trainers([TRAINER]))
+    assert _info_trainer.pod_keep([]) is _capacity.slim_pod  # no Trainer: the scan is as it was
+    keep = _info_trainer.pod_keep(_discovery.trainers([TRAINER]))
     mine, other = keep(_pod("ml", "t", {"app": "trainer"})), keep(_pod("ml", "o", {"app": "x"}))
     assert mine["status"]["containerStatuses"] == [
         {"name": "trainer", "state": {"running": {"startedAt": "2025-06-01T10:00:00Z"}}}
@@ -314,7 +314,7 @@ def test_the_pod_scan_keeps_start_times_of_trainers_pods_only():
 )
 def test_kinds_gang_scheduled_by_an_operator(ops, kinds, gang):
     facts = [{"operator": op, "gang_value": v, "_container": {"command": cmd}} for op, v, cmd in ops]
-    got = _info.gang_kinds(facts)
+    got = _info_trainer.gang_kinds(facts)
     assert len(got) == kinds, got
     assert all(set(by_gang) == {gang} for by_gang in got.values()), got
     if ops[0][0] == "mpi_operator":
@@ -328,7 +328,7 @@ def test_kinds_of_two_operators_on_two_schedulers_keep_both():
         {"operator": "training_operator", "gang_value": "volcano", "_container": {"command": ["/manager"]}},
         {"operator": "mpi_operator", "gang_value": "scheduler-plugins-scheduler", "_container": {}},
     ]
-    got = _info.gang_kinds(facts)
+    got = _info_trainer.gang_kinds(facts)
     assert got[("PyTorchJob", "kubeflow.org/v1")] == {"volcano": "training-operator"}
     assert got[("MPIJob", "kubeflow.org/v2beta1")] == {"scheduler_plugins": "mpi-operator"}
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native, _rbac, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info, _operator_gang, _runtime_gang
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import (
+    _info_native,
+    _operator_gang,
+    _runtime_gang_checks,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _smoke_input, _verdict
 
 NOW = 1_800_000_000.0
@@ -95,7 +99,7 @@ PODGROUPS = "/apis/scheduling.k8s.io/v1beta1/podgroups"
 
 def test_native_info_reads_only_the_discovery_where_the_api_is_not_served():
     client = _Client({})
-    facts, probs = _info.native_info(client, NOW, 60)
+    facts, probs = _info_native.native_info(client, NOW, 60)
     assert probs == [] and facts["served_versions"] == [] and facts["supported"] is False
     assert "does not serve Workloads and PodGroups" in facts["unsupported_reason"]
     assert client.calls == [GROUP]  # discovery, which every user may read (a list would be refused by RBAC first)
@@ -103,7 +107,7 @@ def test_native_info_reads_only_the_discovery_where_the_api_is_not_served():
 
 def test_native_info_reports_an_older_version_as_unsupported_without_reading_it():
     client = _Client({"/apis/scheduling.k8s.io/v1alpha2/workloads": []})
-    facts, probs = _info.native_info(client, NOW, 60)
+    facts, probs = _info_native.native_info(client, NOW, 60)
     assert facts["served_versions"] == ["v1alpha2"] and facts["version"] is None and probs == []
     assert "Kubernetes 1.36" in facts["unsupported_reason"]
     assert client.calls == [GROUP, CONTROL_PLANE]
@@ -135,7 +139,7 @@ def test_native_info_names_a_kube_scheduler_without_the_gate():
             ],
         }
     )
-    facts, probs = _info.native_info(client, NOW, 60)
+    facts, probs = _info_native.native_info(client, NOW, 60)
     assert facts["supported"] is True and facts["kube_scheduler_gate"] is False and facts["job_integration"] is True
     assert facts["podgroups"] == 1 and facts["held_podgroups"] == [{"podgroup": "ml/big", "message": "m"}]
     (p,) = probs
@@ -149,14 +153,14 @@ def test_native_info_reads_podgroups_and_names_a_suspect():
         "spec": {"controllerRef": {"kind": "Job", "name": "ok"}, "podGroupTemplates": [{"name": "t"}]},
     }
     client = _Client({WORKLOADS: [raw], PODGROUPS: []})
-    facts, probs = _info.native_info(client, NOW, 60)
+    facts, probs = _info_native.native_info(client, NOW, 60)
     assert probs == [] and facts["job_integration"] is True
     assert client.calls == [GROUP, API, CONTROL_PLANE, WORKLOADS, PODGROUPS]
     stuck = {**raw, "metadata": {**raw["metadata"], "name": "sys-1"}}
     stuck["spec"] = {**raw["spec"], "controllerRef": {"kind": "Job", "name": "sys"}}
     stuck["spec"]["podGroupTemplates"] = [{"name": "t", "priorityClassName": "system-cluster-critical"}]
     client = _Client({WORKLOADS: [raw, stuck], PODGROUPS: []})
-    _facts, (p,) = _info.native_info(client, NOW, 60)
+    _facts, (p,) = _info_native.native_info(client, NOW, 60)
     assert p["object"] == "Job default/sys"
 
 
@@ -336,6 +340,6 @@ def test_operators_runtimes_and_rbac_refuse_the_native_gang_before_any_call():
     with pytest.raises(GangError, match="cannot put its pods in a native gang.*nothing was changed"):
         _operator_gang.validate({"operator": "training_operator", "gang_scheduler": "native"})
     with pytest.raises(GangError, match="Trainer v2 runtime cannot put its pods in a native gang"):
-        _runtime_gang.validate({"name": "rt", "gang_scheduler": "native"})
+        _runtime_gang_checks.validate({"name": "rt", "gang_scheduler": "native"})
     with pytest.raises(GangError, match="bootstrap RBAC"):
         _rbac.required_rules("training_operator", "native")

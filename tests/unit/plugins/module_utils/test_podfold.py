@@ -25,7 +25,8 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils._capacity impor
     quantity,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._stream import stream_items
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info, _info_trainer
 
 NOW = 1_800_000_000.0
 THRESHOLD = 60
@@ -389,7 +390,7 @@ def _table():
 
 def _reference(pods, threshold, trainers=TRAINERS, schedulers=SCHEDULERS, ops=OPS):
     """The facts as gang_info computed them: the maths above over the slim copies it kept."""
-    keep = _info.pod_keep(trainers)
+    keep = _info_trainer.pod_keep(trainers)
     slim = [keep(p) for p in pods]
     return {
         "nodes": nodes_capacity(NODES, slim),
@@ -606,9 +607,9 @@ def test_a_quantity_that_does_not_parse_is_raised_with_the_facts_not_read_again(
 def test_stream_items_keeps_nothing_for_none():
     data = _body([{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}])
     keep = lambda p: p["metadata"]["name"] if p["metadata"]["name"] == "b" else None  # noqa: E731
-    assert _client.stream_items([data], keep) == ["b"]
-    assert _client.stream_items([data[i : i + 3] for i in range(0, len(data), 3)], keep) == ["b"]
-    assert _client.stream_items([b'{"items":[{"metadata":{"name":"b"}}],"metadata":{}}'], keep) == ["b"]
+    assert stream_items([data], keep) == ["b"]
+    assert stream_items([data[i : i + 3] for i in range(0, len(data), 3)], keep) == ["b"]
+    assert stream_items([b'{"items":[{"metadata":{"name":"b"}}],"metadata":{}}'], keep) == ["b"]
 
 
 # ---- memory: per node and per gang member's name, nothing per other pod --------------------------------
@@ -640,7 +641,7 @@ def test_the_fold_holds_nothing_per_pod_outside_gangs():
 def test_the_fold_holds_a_name_per_gang_member_and_the_slim_copy_much_more():
     fold = _podfold.PodFold(NOW, 60)
     per_member = _retained(fold, _stream(20000, gangs=2000)) / 20000
-    keep = _info.pod_keep([])
+    keep = _info_trainer.pod_keep([])
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]

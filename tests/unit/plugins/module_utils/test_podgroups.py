@@ -81,3 +81,11 @@ def test_smoke_pods_name_their_podgroup_the_schedulers_way(gang):
     where, key = _podgroups.member_key(gang)
     for p in pods:
         assert p["metadata"]["annotations" if where == "annotation" else "labels"][key] == "g"
+
+
+def test_the_path_tuples_are_read_from_the_rows_of_the_gang_paths():
+    assert _podgroups.GANG_PATHS == ("volcano", "scheduler_plugins", "koordinator", "native")
+    assert _podgroups.GANG_SCHEDULERS == ("volcano", "scheduler_plugins")
+    assert _podgroups.LABEL_GANG_SCHEDULERS == ("koordinator",)
+    assert _podgroups.NATIVE_GANG_SCHEDULERS == ("native",)
+    assert [p for p, row in _podgroups.PATHS.items() if row["decision"]] == ["native"]

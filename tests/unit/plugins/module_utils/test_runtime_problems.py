@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _runtimes
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _runtime_problems
 
 SP = "scheduler-plugins-scheduler"
 
@@ -107,7 +107,7 @@ def _runtime(
     ],
 )
 def test_runtime_problems(runtime, schedulers, expect):
-    probs = _runtimes.runtime_problems(runtime, schedulers)
+    probs = _runtime_problems.runtime_problems(runtime, schedulers)
     assert len(probs) == len(expect), probs
     for p, text in zip(probs, expect, strict=True):
         assert p["object"] == "ClusterTrainingRuntime torch"
@@ -117,14 +117,14 @@ def test_runtime_problems(runtime, schedulers, expect):
 
 
 def test_the_fix_names_the_running_scheduler_and_the_tools():
-    (p,) = _runtimes.runtime_problems(_runtime(names=(None,)), [SP_SCHED, VOLCANO])
+    (p,) = _runtime_problems.runtime_problems(_runtime(names=(None,)), [SP_SCHED, VOLCANO])
     assert f"set schedulerName to {SP!r} in every replicated job" in p["fix"]
     assert "gangsched.kubeflow.trainer_runtime_gang" in p["fix"]
-    (p,) = _runtimes.runtime_problems(_runtime(policy="volcano", names=(None,)), [SP_SCHED, VOLCANO])
+    (p,) = _runtime_problems.runtime_problems(_runtime(policy="volcano", names=(None,)), [SP_SCHED, VOLCANO])
     assert "schedulerName to 'volcano'" in p["fix"]
-    (p,) = _runtimes.runtime_problems(_runtime(requests=False), [SP_SCHED])
+    (p,) = _runtime_problems.runtime_problems(_runtime(requests=False), [SP_SCHED])
     assert p["fix"].startswith("set requests (equal to the limits)")
-    (p,) = _runtimes.runtime_problems(_runtime(), [])
+    (p,) = _runtime_problems.runtime_problems(_runtime(), [])
     assert "role gangsched.kubeflow.scheduler_plugins" in p["fix"] and "restart Trainer" in p["fix"]
 
 
@@ -138,12 +138,12 @@ def test_the_fix_names_the_running_scheduler_and_the_tools():
     ids=["one", "several", "none"],
 )
 def test_scheduler_for_coscheduling(schedulers, expect):
-    assert expect in _runtimes.scheduler_for("coscheduling", schedulers)
+    assert expect in _runtime_problems.scheduler_for("coscheduling", schedulers)
 
 
 def test_a_namespaced_runtime_is_named_with_its_namespace():
     rt = _runtime(names=(None,), kind="TrainingRuntime", namespace="team-a")
-    (p,) = _runtimes.runtime_problems(rt, [SP_SCHED])
+    (p,) = _runtime_problems.runtime_problems(rt, [SP_SCHED])
     assert p["object"] == "TrainingRuntime team-a/torch"
 
 
@@ -159,7 +159,7 @@ def test_a_namespaced_runtime_is_named_with_its_namespace():
     ids=["ready", "crd-not-followed", "no-scheduler-name", "limits-only", "no-policy"],
 )
 def test_runtime_fact(runtime, crd_ok, ready):
-    fact = _runtimes.runtime_fact(runtime, [SP_SCHED], crd_ok)
+    fact = _runtime_problems.runtime_fact(runtime, [SP_SCHED], crd_ok)
     assert fact["gang_ready"] is ready
     assert (fact["kind"], fact["namespace"], fact["name"]) == ("ClusterTrainingRuntime", None, "torch")
     assert fact["gang_policy"] == ("coscheduling" if runtime["spec"].get("podGroupPolicy") else None)
@@ -167,7 +167,7 @@ def test_runtime_fact(runtime, crd_ok, ready):
 
 
 def test_runtime_fact_lists_each_jobs_scheduler_name():
-    fact = _runtimes.runtime_fact(_runtime(names=(SP, None)), [SP_SCHED], {"coscheduling": True})
+    fact = _runtime_problems.runtime_fact(_runtime(names=(SP, None)), [SP_SCHED], {"coscheduling": True})
     assert fact["scheduler_names"] == {"job0": SP, "job1": None}
 
 
@@ -200,21 +200,21 @@ def _crds(created="2025-06-01T09:00:00Z", established=True, present=True):
     ids=["missing", "not-established", "created-after", "created-before", "same-second", "no-pod", "no-policy"],
 )
 def test_podgroup_crd_problems(runtimes, crds, controllers, expect):
-    probs = _runtimes.podgroup_crd_problems(runtimes, crds, controllers)
+    probs = _runtime_problems.podgroup_crd_problems(runtimes, crds, controllers)
     assert [(p["object"], t) for p, (_o, t) in zip(probs, expect, strict=True)] == [(o, t) for o, t in expect]
     for p, (_o, text) in zip(probs, expect, strict=True):
         assert text in p["message"] and "ClusterTrainingRuntime torch" in p["message"], p
 
 
 def test_crd_order_fix_is_the_rollout_restart_of_trainers_deployment():
-    (p,) = _runtimes.podgroup_crd_problems([_runtime()], _crds(created="2025-06-01T10:05:00Z"), [TRAINER])
+    (p,) = _runtime_problems.podgroup_crd_problems([_runtime()], _crds(created="2025-06-01T10:05:00Z"), [TRAINER])
     restart = "kubectl -n kubeflow-system rollout restart deployment/kubeflow-trainer-controller-manager"
     assert p["fix"] == f"restart Trainer: {restart}"
     assert "2025-06-01T10:00:00Z" in p["message"] and "2025-06-01T10:05:00Z" in p["message"]
-    assert _runtimes.crd_followed(_crds()["coscheduling"][1], [TRAINER])
-    assert not _runtimes.crd_followed(_crds(created="2025-06-01T10:05:00Z")["coscheduling"][1], [TRAINER])
-    assert not _runtimes.crd_followed(None, [TRAINER])
-    (p,) = _runtimes.podgroup_crd_problems([_runtime()], _crds(present=False), [TRAINER])
+    assert _runtime_problems.crd_followed(_crds()["coscheduling"][1], [TRAINER])
+    assert not _runtime_problems.crd_followed(_crds(created="2025-06-01T10:05:00Z")["coscheduling"][1], [TRAINER])
+    assert not _runtime_problems.crd_followed(None, [TRAINER])
+    (p,) = _runtime_problems.podgroup_crd_problems([_runtime()], _crds(present=False), [TRAINER])
     assert p["fix"].startswith("install scheduler-plugins with its CRDs") and p["fix"].endswith(f"({restart})")
 
 
@@ -277,7 +277,7 @@ RUNTIMES = [
     ],
 )
 def test_name_clash_problems(trainjob, jobs, clash):
-    probs = _runtimes.name_clash_problems([trainjob], RUNTIMES, jobs)
+    probs = _runtime_problems.name_clash_problems([trainjob], RUNTIMES, jobs)
     assert bool(probs) is bool(clash), probs
     if clash:
         (p,) = probs
@@ -308,7 +308,7 @@ GPUS = {"limits": {"nvidia.com/gpu": "2"}}
     ids=["v2.1.0", "v2.1.3-volcano", "v2.2.0", "v2.0.0", "unknown-tag", "no-version", "no-resources", "no-gang"],
 )
 def test_resources_per_node_problems(version, trainjob, reported):
-    probs = _runtimes.resources_per_node_problems(version, [trainjob], RUNTIMES)
+    probs = _runtime_problems.resources_per_node_problems(version, [trainjob], RUNTIMES)
     assert bool(probs) is reported, probs
     if reported:
         (p,) = probs

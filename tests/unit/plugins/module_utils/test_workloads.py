@@ -5,7 +5,7 @@ label on all of them, and the order a run's kinds are removed in."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _trainjobs, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _trainjobs, _workloads
 
 NAME, MIN = _workloads.LABEL_GANG_NAME, _workloads.LABEL_GANG_MIN
 
@@ -270,6 +270,6 @@ def test_run_kinds_delete_jobs_before_their_runtimes_podgroups_and_pods():
     for job in _workloads.JOB_API:
         assert kinds.index(job) < kinds.index("PodGroup")
     assert kinds[-1] == "Pod" and _workloads.WAITED_KINDS == ("TrainJob", "TrainingRuntime")
-    assert _workloads.kind_path("TrainJob", _workloads.TRAINER_API, "ns") == (
+    assert _api.path("TrainJob", "ns", api_version_=_workloads.TRAINER_API) == (
         "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs"
     )

@@ -12,7 +12,7 @@ import kubernetes
 import pytest
 import urllib3
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Conflict, GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client, _stream
 
 
 def _refused():
@@ -111,17 +111,17 @@ def _pods_json(n):
 def test_stream_items_decodes_every_item_whatever_the_chunking(size):
     pods, data = _pods_json(5)
     chunks = [data[i : i + size] for i in range(0, len(data), size)]  # splits multi-byte characters too
-    assert _client.stream_items(chunks) == pods
-    names = _client.stream_items(chunks, keep=lambda p: p["metadata"]["name"])
+    assert _stream.stream_items(chunks) == pods
+    names = _stream.stream_items(chunks, keep=lambda p: p["metadata"]["name"])
     assert names == [f"p-{i}" for i in range(5)]
 
 
 def test_stream_items_empty_null_and_broken_lists():
-    assert _client.stream_items([b'{"kind":"PodList","metadata":{},"items":[]}']) == []
-    assert _client.stream_items([b'{"kind":"PodList","metadata":{},"items":null}']) == []
+    assert _stream.stream_items([b'{"kind":"PodList","metadata":{},"items":[]}']) == []
+    assert _stream.stream_items([b'{"kind":"PodList","metadata":{},"items":null}']) == []
     _, data = _pods_json(2)
     with pytest.raises(ValueError):
-        _client.stream_items([data[: len(data) // 2]])  # the connection broke off mid-item
+        _stream.stream_items([data[: len(data) // 2]])  # the connection broke off mid-item
 
 
 class StreamApi(FakeApi):

@@ -24,7 +24,7 @@ import kubernetes
 import pytest
 import yaml
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client, _connect
 from ansible_run import run_module
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -324,9 +324,9 @@ def test_the_server_and_context_are_those_kubernetes_core_uses(tmp_path, ca):
         ({"kubeconfig": str(tmp_path / "missing")}, ("", "")),
     ]
     for auth, named in cases:
-        assert _client.api_target(auth) == named, auth
-    assert _client.api_named("https://10.0.0.1:6443") == "the Kubernetes API at https://10.0.0.1:6443"
-    assert _client.api_named("", "") == "the Kubernetes API"
+        assert _connect.api_target(auth) == named, auth
+    assert _connect.api_named("https://10.0.0.1:6443") == "the Kubernetes API at https://10.0.0.1:6443"
+    assert _connect.api_named("", "") == "the Kubernetes API"
 
 
 def test_a_module_run_by_ansible_names_the_server_unmasked(tmp_path, ca):

@@ -13,11 +13,11 @@ import time
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slots
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _trainjobs, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _trainjobs, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Forbidden, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis, _smoke, _sweep, _trial
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis, _smoke, _sweep, _trial, _watch
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict as V
 
 CRD = {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
@@ -476,7 +476,7 @@ class _Unbound:
 
 @pytest.mark.parametrize("still_binding", [False, True], ids=["stopped", "live"])
 def test_unbound_unrejected_gang_rechecks_liveness(monkeypatch, still_binding):
-    monkeypatch.setattr(_trial, "Watcher", _Unbound)
+    monkeypatch.setattr(_watch, "Watcher", _Unbound)
     client = FakeClient(bind=still_binding)
     p = params(timeout=20, settle_seconds=3, liveness_timeout=2, expect="pending", run_id="r1")
     trial = _trial.Trial(client, p, "r1", "volcano", WHO, clock=_Clock())
@@ -602,7 +602,7 @@ def test_check_mode_scans_for_leftovers_once_per_kind_and_predicts_the_trainjob_
     assert res["verdict"] is None and res["expected"] == "pending" and client.writes == []
     assert res["runtime"] == {"kind": "TrainingRuntime", "name": "gangsched-smoke/smoke-r1-gang", "created": True}
     for kind, version in _workloads.RUN_KINDS:
-        path = _workloads.kind_path(kind, version, "gangsched-smoke")
+        path = _api.path(kind, "gangsched-smoke", api_version_=version)
         assert client.calls.count(("GET", path)) == 1, (kind, client.calls)
 
 
@@ -665,8 +665,8 @@ def test_a_trainjob_verdict_rests_on_trainers_podgroup_for_the_whole_gang(
     monkeypatch, pg, sname, allowed, verdict, words
 ):
     _Feed.pods = [_member(i, sname) for i in range(2)]
-    monkeypatch.setattr(_trial, "Watcher", _Feed)
-    monkeypatch.setattr(_trial, "PODGROUP_WAIT", 1.0)
+    monkeypatch.setattr(_watch, "Watcher", _Feed)
+    monkeypatch.setattr(_watch, "PODGROUP_WAIT", 1.0)
     client = _trainjob_client(allowed)
     if pg:
         client.objects[PG_PATH] = pg
