@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operators
+
 TRUTHY = ("true", "nvidia")
 
 
@@ -17,6 +19,12 @@ def labels_match(labels: dict, selector: dict | None = None, any_of: list | None
     return any(str(labels.get(k, "")).lower() in TRUTHY for k in any_of or [])
 
 
+def dns_label(value) -> bool:
+    """True when ``value`` is a DNS-1123 label (a namespace's, a release's or a scheduler profile's name): lower-case
+    letters, digits and '-', starting and ending with a letter or digit, at most 63 characters."""
+    return isinstance(value, str) and bool(_operators.DNS1123_LABEL.match(value))
+
+
 class TestModule:
     def tests(self):
-        return {"labels_match": labels_match}
+        return {"labels_match": labels_match, "dns_label": dns_label}
