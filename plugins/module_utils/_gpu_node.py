@@ -227,3 +227,71 @@ def problems(facts: dict, device_list_strategy: str | None) -> list[dict]:
             "(its labels, nvidia.com/gpu.present=true) and that the plugin's pod can load NVML",
         )
     return out
+
+
+# the label GPU Feature Discovery sets on a node whose GPUs the device plugin shares (time-slicing, MPS): each GPU is
+# advertised this many times
+REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+
+
+def advertised_problems(nodes: list[dict], facts: dict) -> list[dict]:
+    """gang_info's comparison of each GPU node's own view with the cluster's: ``facts`` maps a node's name to
+    gpu_node_info's result on that node, ``nodes`` are gang_info's node entries (``name``, ``allocatable``,
+    ``labels``). A node whose kubelet advertises another number of ``nvidia.com/gpu`` than NVML sees (times the
+    replicas of a shared GPU) is a problem naming both numbers, the likely cause and the fix; a name the cluster has
+    no node of, too. A node whose NVML saw no GPU is left to gpu_node_info's own problems."""
+    by_name = {n["name"]: n for n in nodes}
+    out = []
+    for name, f in sorted((facts or {}).items()):
+        node = by_name.get(name)
+        if node is None:
+            out.append(
+                {
+                    "object": f"Node {name}",
+                    "message": f"gpu_node_info's facts name node {name}, which the cluster does not have",
+                    "fix": "key gang_info's gpu_nodes by the nodes' names as the cluster knows them "
+                    "(kubectl get nodes), for example each host's gangsched_node_name",
+                }
+            )
+            continue
+        seen = len((f or {}).get("gpus") or [])
+        if not seen:
+            continue
+        try:
+            replicas = max(1, int((node.get("labels") or {}).get(REPLICAS_LABEL) or 1))
+        except ValueError:
+            replicas = 1
+        expected, advertised = seen * replicas, node.get("allocatable") or 0
+        if advertised == expected:
+            continue
+        sees = f"NVML sees {seen} GPU(s)" + (f" (x{replicas} replicas: {expected})" if replicas > 1 else "")
+        if advertised == 0 and not ((f.get("device_plugins") or {}).get("registered")):
+            why = "the device plugin is not registered with this node's kubelet"
+            fix = (
+                "run the device plugin on this node (gpu_device_plugin: its DaemonSet's node selector, affinity and "
+                "tolerations must match the node) and see gpu_node_info's problems for it (driver root, CDI, runtime)"
+            )
+        elif advertised < expected:
+            why = "the device plugin advertises fewer than the driver has: GPUs it found unhealthy, or MIG devices"
+            fix = (
+                "read the device plugin's log on this node (a GPU with XID or ECC errors, or whose driver reports no "
+                "health events, is marked unhealthy), and gpu_node_info's ECC and MIG facts"
+            )
+        else:
+            why = (
+                "more than the driver has: shared GPUs (time-slicing or MPS) without GPU Feature Discovery's "
+                f"{REPLICAS_LABEL} label, or a capacity not set by the device plugin"
+            )
+            fix = (
+                f"label the node {REPLICAS_LABEL}=<replicas> (GPU Feature Discovery does) or rename the shared "
+                f"resource (nvidia.com/gpu.shared): a gang that counts {RESOURCE} cannot tell shared GPUs from whole "
+                "ones"
+            )
+        out.append(
+            {
+                "object": f"Node {name}",
+                "message": f"{sees}, the kubelet advertises {advertised} {RESOURCE}: {why}",
+                "fix": fix,
+            }
+        )
+    return out

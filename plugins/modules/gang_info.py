@@ -71,6 +71,16 @@ options:
         condition) before its scheduler counts as making no progress.
     type: int
     default: 60
+  gpu_nodes:
+    description:
+      - What M(gangsched.kubeflow.gpu_node_info) returned on GPU nodes, keyed by each node's name as the cluster
+        knows it (the results a play registered on the GPU node hosts; the README shows the play).
+      - Each node's GPUs as NVML sees them are compared with the C(nvidia.com/gpu) its kubelet advertises (times
+        GPU Feature Discovery's C(nvidia.com/gpu.replicas) label of a shared GPU); a difference is a problem naming
+        both numbers and the likely cause (the device plugin not registered, GPUs found unhealthy, shared GPUs
+        without the label), as is a name the cluster has no node of.
+    type: dict
+    default: {}
 seealso:
   - module: gangsched.kubeflow.gang_smoke_test
   - module: gangsched.kubeflow.operator_gang
@@ -253,7 +263,9 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
 def entry() -> dict:
     """The module's options and runner, for main() and the in-process action plugin."""
     return cluster_entry(
-        with_auth(partial_threshold_seconds=dict(type="int", default=60)), run, {"partial_threshold_seconds": 0}
+        with_auth(partial_threshold_seconds=dict(type="int", default=60), gpu_nodes=dict(type="dict", default={})),
+        run,
+        {"partial_threshold_seconds": 0},
     )
 
 

@@ -11,6 +11,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _capacity,
     _discovery,
     _flags,
+    _gpu_node,
     _images,
     _operators,
     _podfold,
@@ -358,6 +359,7 @@ def gather(client, params: dict, now: float) -> dict:
     native_facts, native_probs = _info_native.native_info(client, now, threshold)
     probs += native_probs
     probs += stalled_problems(pods.waiting(), schedulers, ops)
+    probs += _gpu_node.advertised_problems(per_node, params.get("gpu_nodes") or {})
     trainer_facts, trainer_probs = _info_trainer.trainer_info(client, trainers, pods.started(), schedulers, crds, ops)
     probs += trainer_probs
     for o in ops:

@@ -138,7 +138,23 @@ BAD = [
     ),
     ("api-timeout-zero", {"api_timeout": 0}, "api_timeout must be >= 1"),
     ("api-timeout-not-int", {"api_timeout": "soon"}, "api_timeout"),
+    ("gpu-nodes-not-a-dict", {"gpu_nodes": "gpu-node-0"}, "gpu_nodes"),
 ]
+
+
+def test_gpu_nodes_nvml_against_what_each_kubelet_advertises(lab):
+    """gpu_node_info's facts by node name against the lab's nodes (1 nvidia.com/gpu each): a node whose NVML sees two
+    GPUs is named with both numbers, one that sees one is not, and a name the cluster does not have is reported."""
+    one = {"gpus": [{"index": 0}], "device_plugins": {"registered": True}}
+    two = {"gpus": [{"index": 0}, {"index": 1}], "device_plugins": {"registered": True}}
+    info = run_module(lab, "gang_info", {"gpu_nodes": {"gpu-node-0": two, "gpu-node-1": one, "gpu-node-9": one}})
+    about = {p["object"]: p["message"] for p in info["problems"] if p["object"].startswith("Node ")}
+    assert about == {
+        "Node gpu-node-0": "NVML sees 2 GPU(s), the kubelet advertises 1 nvidia.com/gpu: the device plugin advertises "
+        "fewer than the driver has: GPUs it found unhealthy, or MIG devices",
+        "Node gpu-node-9": "gpu_node_info's facts name node gpu-node-9, which the cluster does not have",
+    }, info["problems"]
+    assert not [p for p in run_module(lab, "gang_info", {})["problems"] if p["object"].startswith("Node ")]
 
 
 @pytest.fixture(scope="module")

@@ -120,3 +120,45 @@ def test_mixed_mig_is_refused():
         {"index": 1, "uuid": "GPU-b", "mig_mode": False, "mig_mode_pending": False},
     ]
     assert any("mix MIG" in p["problem"] for p in G.problems(_healthy(gpus=gpus), None))
+
+
+# ---- gang_info's comparison of each node's NVML with what its kubelet advertises -----------------------------------
+def _node(name="gpu-0", allocatable=8, labels=None):
+    return {"name": name, "allocatable": allocatable, "labels": labels or {}}
+
+
+def _facts(gpus=8, registered=True):
+    return {"gpus": [{"index": i} for i in range(gpus)], "device_plugins": {"registered": registered}}
+
+
+@pytest.mark.parametrize(
+    ("node", "facts", "fragment"),
+    [
+        (_node(allocatable=8), _facts(8), None),
+        (_node(allocatable=32, labels={"nvidia.com/gpu.replicas": "4"}), _facts(8), None),
+        (_node(allocatable=0), _facts(0), None),  # no GPU seen: gpu_node_info's own problem
+        (
+            _node(allocatable=0),
+            _facts(8, registered=False),
+            "NVML sees 8 GPU(s), the kubelet advertises 0 nvidia.com/gpu: the device plugin is not registered",
+        ),
+        (_node(allocatable=0), _facts(8, registered=True), "GPUs it found unhealthy"),
+        (_node(allocatable=6), _facts(8), "advertises 6 nvidia.com/gpu: the device plugin advertises fewer"),
+        (_node(allocatable=32), _facts(8), "more than the driver has: shared GPUs"),
+        (_node(allocatable=8, labels={"nvidia.com/gpu.replicas": "4"}), _facts(8), "(x4 replicas: 32)"),
+    ],
+)
+def test_nvml_against_the_kubelet(node, facts, fragment):
+    probs = G.advertised_problems([node], {"gpu-0": facts})
+    if fragment is None:
+        assert probs == []
+    else:
+        assert len(probs) == 1 and probs[0]["object"] == "Node gpu-0", probs
+        assert fragment in probs[0]["message"], probs[0]["message"]
+        assert probs[0]["fix"]
+
+
+def test_facts_of_a_node_the_cluster_does_not_have():
+    (prob,) = G.advertised_problems([_node("gpu-0")], {"host-a": _facts(8)})
+    assert prob["object"] == "Node host-a" and "does not have" in prob["message"]
+    assert G.advertised_problems([_node("gpu-0")], {}) == []
