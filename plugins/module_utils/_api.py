@@ -42,6 +42,11 @@ KINDS = {
     "ClusterTrainingRuntime": (TRAINER, "v1alpha1", "clustertrainingruntimes", False),
     "Workload": ("scheduling.k8s.io", "v1beta1", "workloads", True),
     "PodGroup": (None, None, "podgroups", True),
+    # Flux, the GitOps engine flux_synced waits on
+    "Kustomization": ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", True),
+    "GitRepository": ("source.toolkit.fluxcd.io", "v1", "gitrepositories", True),
+    "OCIRepository": ("source.toolkit.fluxcd.io", "v1", "ocirepositories", True),
+    "Bucket": ("source.toolkit.fluxcd.io", "v1", "buckets", True),
 }
 
 

@@ -186,7 +186,7 @@ import tempfile
 import traceback
 
 from ansible.module_utils.basic import missing_required_lib
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _manifests
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _files, _manifests
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
 
 try:
@@ -260,27 +260,6 @@ def _helm_template(chart: dict, timeout: int) -> str:
     return p.stdout
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
-def _write(directory: str, name: str, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, os.path.join(directory, name))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _missing() -> dict | None:
     return None if yaml is not None else dict(msg=missing_required_lib("PyYAML"), exception=YAML_ERROR)
 
@@ -311,29 +290,10 @@ def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
         return dict(
             failed=True, msg=f"render_manifests: path {path} exists and is not a directory; point path at a directory"
         )
-    present = sorted(n for n in os.listdir(path) if n.endswith(".yaml")) if os.path.isdir(path) else []
-    before = {n: _read(os.path.join(path, n)) for n in present}
-    written = [n for n, text in wanted.items() if before.get(n) != text]
-    removed = [n for n in present if n not in wanted] if params["prune"] else []
-    changes = [
-        {
-            "before_header": os.path.join(path, n),
-            "after_header": os.path.join(path, n),
-            "before": before.get(n) or "",
-            "after": wanted[n],
-        }
-        for n in written
-    ] + [
-        {"before_header": os.path.join(path, n), "after_header": "(removed)", "before": before[n] or "", "after": ""}
-        for n in removed
-    ]
-    if not check_mode and (written or removed):
+    plan = _files.Plan(path, wanted, _files.present(path), prune=params["prune"])
+    if not check_mode and plan.changed:
         try:
-            os.makedirs(path, exist_ok=True)
-            for n in written:
-                _write(path, n, wanted[n])
-            for n in removed:
-                os.unlink(os.path.join(path, n))
+            plan.apply()
         except OSError as e:
             return dict(
                 failed=True,
@@ -341,6 +301,7 @@ def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
                 written=[],
                 removed=[],
             )
+    written, removed, changes = plan.written, plan.removed, plan.diff
     return dict(
         changed=bool(written or removed),
         path=path,

@@ -1,0 +1,340 @@
+#!/usr/bin/python
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gitops_layout
+short_description: Lay out what render.yml wrote for a GitOps engine, in stages applied in order (Flux, Kustomize)
+version_added: 0.2.0
+description:
+  - Reads the component directories that C(playbooks/render.yml) wrote under O(src) (C(10-gpu-device-plugin),
+    C(20-volcano), ...) and writes them under O(dest) as stages a GitOps engine applies in order, each stage a
+    Kustomize directory (C(<component>/<stage>/kustomization.yaml) naming its files) and one Flux
+    C(kustomize.toolkit.fluxcd.io/v1) Kustomization per stage under C(dest/flux/).
+  - "A component's stages, in order: C(hooks), the chart's pre-install hooks (the Volcano chart's admission-init Job,
+    which makes the admission server's certificate, with its ServiceAccount and rights), with the component's
+    Namespaces (Helm makes the namespace before the hooks); C(main), the component's objects; C(post), its
+    post-install hooks; C(admitted), the objects the component's own admission webhooks admit (Volcano's default
+    Queue), applied once the webhook's server is ready, as the role waits for it before it makes them. A stage with
+    nothing in it is left out."
+  - Each Flux Kustomization depends on the stage before it (C(dependsOn)) and waits for what it applies to be ready
+    (C(wait), C(timeout)), so Flux applies the chain in the order C(site.yml) does. Within a stage Flux applies
+    CustomResourceDefinitions and Namespaces first, by itself.
+  - Hook objects carry C(kustomize.toolkit.fluxcd.io/force=enabled) (a patch in their stage's C(kustomization.yaml),
+    the files stay as rendered): a Job is immutable, and Flux creates it again when its rendered spec changes, as Helm
+    runs a pre-upgrade hook again. Helm's test, delete and rollback hooks are left out and listed in RV(skipped).
+    Unlike Helm, Flux keeps a hook Job once it has succeeded.
+  - C(dest/kustomization.yaml) names C(flux/) only, so a Flux Kustomization (or the cluster's own Flux layout, such
+    as C(flux bootstrap)'s C(clusters/<name>) directory) pointed at O(dest) applies the stages' Kustomizations and
+    through them the chain. Each stage directory alone is a Kustomize directory, for C(kubectl apply -k) or another
+    engine.
+  - "Refuses, writing nothing: a C(host-files/) directory in O(src) (the control-plane hosts' static pod manifests of
+    C(native_gang) or C(scheduler_plugins_mode: default), which no GitOps engine applies); a directory that is not a
+    component of render.yml; a file that is not one Kubernetes object."
+  - A file is written only when its text changes, atomically; every other C(*.yaml) file under O(dest) is removed
+    (O(prune)), so a component or stage no longer rendered leaves no file behind, and Flux prunes its objects.
+author:
+  - gangsched.kubeflow maintainers (@gangsched)
+extends_documentation_fragment:
+  - gangsched.kubeflow._attributes
+attributes:
+  platform:
+    description: Reads and writes files on the host the task runs on.
+    support: full
+    platforms: posix
+  check_mode:
+    support: full
+    details: Reports the files that would be written or removed and writes nothing.
+  diff_mode:
+    support: full
+    details: The text of each file written or removed, before and after.
+  idempotent:
+    support: full
+    details: A second run on the same O(src) writes nothing and reports RV(ignore:changed=false).
+options:
+  src:
+    description: The directory C(playbooks/render.yml) wrote (its C(gangsched_render_dir)).
+    type: path
+    required: true
+  dest:
+    description:
+      - The directory to write the layout to, in a checkout of the Git repository the engine reads; made when
+        missing. The module owns it: every C(*.yaml) file in it that the layout does not name is removed.
+    type: path
+    required: true
+  repo_path:
+    description:
+      - The path of O(dest) in the Git repository, as the engine's source sees it (C(./gangsched)). Default, the path
+        of O(dest) below the top of the Git checkout it is in.
+    type: str
+  prefix:
+    description: The start of every Flux Kustomization's name (C(<prefix>-<component>-<stage>)); also their label
+      C(gangsched.kubeflow/layout).
+    type: str
+    default: gangsched
+  namespace:
+    description: The namespace of the Flux Kustomizations (Flux's own).
+    type: str
+    default: flux-system
+  source_kind:
+    description: The kind of Flux source the Kustomizations read.
+    type: str
+    choices: [GitRepository, OCIRepository, Bucket]
+    default: GitRepository
+  source_name:
+    description: The name of that source (C(flux bootstrap) names it C(flux-system)).
+    type: str
+    default: flux-system
+  source_namespace:
+    description: The source's namespace, where it is not O(namespace).
+    type: str
+  interval:
+    description: How often Flux applies each stage again, putting back what was changed by hand (a Flux duration).
+    type: str
+    default: 10m
+  retry_interval:
+    description: How soon Flux tries a stage again after a failure, or while the stage before is not ready.
+    type: str
+    default: 30s
+  stage_timeout:
+    description: How long Flux waits for a stage's objects to be ready before it reports the stage failed.
+    type: str
+    default: 5m
+  prune:
+    description: Remove the C(*.yaml) files under O(dest) that the layout does not name.
+    type: bool
+    default: true
+requirements:
+  - PyYAML on the host the task runs on
+seealso:
+  - module: gangsched.kubeflow.flux_synced
+  - module: gangsched.kubeflow.render_manifests
+"""
+
+EXAMPLES = r"""
+- name: The rendered chain, laid out in the GitOps repository's checkout
+  gangsched.kubeflow.gitops_layout:
+    src: "{{ playbook_dir }}/rendered"
+    dest: /builds/platform/gitops/clusters/prod/gangsched
+  register: layout
+
+- name: For a source other than flux bootstrap's, stages retried every 10 s
+  gangsched.kubeflow.gitops_layout:
+    src: rendered
+    dest: checkout/gangsched
+    repo_path: ./gangsched
+    source_name: platform
+    retry_interval: 10s
+"""
+
+RETURN = r"""
+repo_path:
+  description: The path of O(dest) in the Git repository, as the Kustomizations name it.
+  returned: always
+  type: str
+  sample: ./gangsched
+stages:
+  description: The stages in the order they apply, each with its Flux Kustomization's name, its component, its
+    stage, its path in the repository, its files and the stage it depends on (null for the first).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {name: gangsched-20-volcano-hooks, component: 20-volcano, stage: hooks, path: ./gangsched/20-volcano/hooks,
+       files: [job-volcano-system-volcano-admission-init.yaml], depends_on: gangsched-10-gpu-device-plugin-main}
+kustomizations:
+  description: The Flux Kustomizations' names, in order (what M(gangsched.kubeflow.flux_synced) waits for).
+  returned: always
+  type: list
+  elements: str
+  sample: [gangsched-10-gpu-device-plugin-main, gangsched-20-volcano-hooks, gangsched-20-volcano-main]
+skipped:
+  description: Rendered files left out, each with why (Helm test, delete or rollback hooks).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{file: 20-volcano/pod-volcano-system-test.yaml, why: a Helm test hook (helm test runs it on demand)}]
+written:
+  description: The files written (or that would be, in check mode), relative to O(dest).
+  returned: always
+  type: list
+  elements: str
+  sample: [20-volcano/main/deployment-volcano-system-volcano-scheduler.yaml]
+removed:
+  description: The files removed (or that would be, in check mode), relative to O(dest).
+  returned: always
+  type: list
+  elements: str
+  sample: [30-kubeflow-gang/main/configmap-kubeflow-old.yaml]
+"""
+
+import os
+import re
+import traceback
+
+from ansible.module_utils.basic import missing_required_lib
+from ansible_collections.gangsched.kubeflow.plugins.module_utils import _files, _gitops, _manifests
+from ansible_collections.gangsched.kubeflow.plugins.module_utils._operators import DNS1123_LABEL
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
+
+try:
+    import yaml
+
+    YAML_ERROR = None
+except ImportError:
+    yaml = None
+    YAML_ERROR = traceback.format_exc()
+
+# Flux's duration (Go's time.ParseDuration as its CRDs' pattern allows it)
+DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
+_WIDTH = 1 << 30
+
+
+def _dump(obj: dict) -> str:
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(
+        obj, Dumper=dumper, indent=2, sort_keys=True, default_flow_style=False, allow_unicode=True, width=_WIDTH
+    )
+
+
+def _missing() -> dict | None:
+    return None if yaml is not None else dict(msg=missing_required_lib("PyYAML"), exception=YAML_ERROR)
+
+
+def _bad_option(params: dict) -> str | None:
+    for option in ("interval", "retry_interval", "stage_timeout"):
+        if not DURATION.match(params[option]):
+            return f"{option}={params[option]!r} is not a Flux duration; set it like 30s, 5m or 1h"
+    for option in ("prefix", "namespace", "source_name", "source_namespace"):
+        value = params.get(option)
+        if value is not None and (len(value) > 63 or not DNS1123_LABEL.match(value)):
+            return (
+                f"{option}={value!r} is not a valid name: lower-case letters, digits and '-', at most 63 characters, "
+                "starting and ending with a letter or digit"
+            )
+    return None
+
+
+def _git_top(path: str) -> str | None:
+    here = os.path.abspath(path)
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):
+            return here
+        up = os.path.dirname(here)
+        if up == here:
+            return None
+        here = up
+
+
+def repo_path(params: dict) -> str:
+    """The path of dest in the repository: the option, or dest below its checkout's top; ValueError without both."""
+    if params.get("repo_path"):
+        return params["repo_path"]
+    top = _git_top(params["dest"])
+    if top is None:
+        raise ValueError(
+            f"dest {params['dest']} is not in a Git checkout; set repo_path to its path in the repository the engine "
+            "reads (./gangsched)"
+        )
+    rel = os.path.relpath(os.path.abspath(params["dest"]), top)
+    return "./" if rel == "." else f"./{rel}"
+
+
+def read_src(src: str) -> tuple[dict, dict]:
+    """(component -> file -> object, component -> file -> text) of render.yml's output; ValueError naming what is
+    not that."""
+    if not os.path.isdir(src):
+        raise ValueError(f"src {src} is not a directory; point it at render.yml's gangsched_render_dir")
+    objects: dict[str, dict] = {}
+    texts: dict[str, dict] = {}
+    for comp in sorted(os.listdir(src)):
+        where = os.path.join(src, comp)
+        if not os.path.isdir(where):
+            continue
+        objects[comp], texts[comp] = {}, {}
+        for name in _files.present(where):
+            text = _files.read(os.path.join(where, name)) or ""
+            try:
+                docs = _manifests.load_all(text)
+            except ValueError as e:
+                raise ValueError(f"{comp}/{name} {e}") from None
+            if len(docs) != 1 or not isinstance(docs[0], dict) or not docs[0].get("kind"):
+                raise ValueError(f"{comp}/{name} is not one Kubernetes object; render it again with render.yml")
+            objects[comp][name], texts[comp][name] = docs[0], text
+    if not objects:
+        raise ValueError(
+            f"src {src} holds no component directory; run render.yml with gangsched_render_dir={src} first"
+        )
+    return objects, texts
+
+
+def layout(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
+    dest = params["dest"]
+    bad = _bad_option(params)
+    if bad:
+        return dict(failed=True, msg=f"gitops_layout: {bad}; nothing was written to {dest}")
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        return dict(
+            failed=True, msg=f"gitops_layout: dest {dest} exists and is not a directory; point it at a directory"
+        )
+    try:
+        opts = {**params, "repo_path": repo_path(params)}
+        objects, texts = read_src(params["src"])
+        planned = _gitops.plan(objects, opts)
+        wanted = _gitops.tree(planned, texts, _dump)
+    except ValueError as e:
+        return dict(failed=True, msg=f"gitops_layout: {e}; nothing was written to {dest}")
+    plan = _files.Plan(dest, wanted, _files.present(dest, recursive=True), prune=params["prune"])
+    if not check_mode and plan.changed:
+        try:
+            plan.apply()
+        except OSError as e:
+            return dict(
+                failed=True,
+                msg=f"gitops_layout: cannot write to {dest} ({e.strerror}): check that the directory is writable",
+            )
+    return dict(
+        changed=plan.changed,
+        repo_path=opts["repo_path"],
+        stages=planned["stages"],
+        kustomizations=[st["name"] for st in planned["stages"]],
+        skipped=planned["skipped"],
+        written=plan.written,
+        removed=plan.removed,
+        diff=plan.diff if diff else None,
+    )
+
+
+def entry() -> dict:
+    """The module's options and what it does, for main()."""
+    return dict(
+        argument_spec=dict(
+            src=dict(type="path", required=True),
+            dest=dict(type="path", required=True),
+            repo_path=dict(type="str"),
+            prefix=dict(type="str", default="gangsched"),
+            namespace=dict(type="str", default="flux-system"),
+            source_kind=dict(type="str", default="GitRepository", choices=["GitRepository", "OCIRepository", "Bucket"]),
+            source_name=dict(type="str", default="flux-system"),
+            source_namespace=dict(type="str"),
+            interval=dict(type="str", default="10m"),
+            retry_interval=dict(type="str", default="30s"),
+            stage_timeout=dict(type="str", default="5m"),
+            prune=dict(type="bool", default=True),
+        ),
+        module_kwargs={},
+        missing=_missing,
+        run=layout,
+    )
+
+
+def main() -> None:
+    execute(entry())
+
+
+if __name__ == "__main__":
+    main()
