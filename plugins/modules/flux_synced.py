@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: flux_synced
 short_description: Wait until Flux has applied a Git revision and every stage is Ready, or say what is not
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Waits until each Flux Kustomization named in O(kustomizations) (default, those of the layout
     M(gangsched.kubeflow.gitops_layout) wrote, by their label) has applied the commit O(revision)

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: gitops_layout
 short_description: Lay out what render.yml wrote for a GitOps engine, in stages applied in order (Flux, Kustomize)
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads the component directories that C(playbooks/render.yml) wrote under O(src) (C(10-gpu-device-plugin),
     C(20-volcano), ...) and writes them under O(dest) as stages a GitOps engine applies in order, each stage a
@@ -25,7 +25,7 @@ description:
     (C(wait), C(timeout)), so Flux applies the chain in the order C(site.yml) does. Within a stage Flux applies
     CustomResourceDefinitions and Namespaces first, by itself.
   - Hook objects carry C(kustomize.toolkit.fluxcd.io/force=enabled) (a patch in their stage's C(kustomization.yaml),
-    the files stay as rendered): a Job is immutable, and Flux creates it again when its rendered spec changes, as Helm
+    the files stay as rendered), because a Job is immutable, and Flux creates it again when its rendered spec changes, as Helm
     runs a pre-upgrade hook again. Helm's test, delete and rollback hooks are left out and listed in RV(skipped).
     Unlike Helm, Flux keeps a hook Job once it has succeeded.
   - C(dest/kustomization.yaml) names C(flux/) only, so a Flux Kustomization (or the cluster's own Flux layout, such
@@ -63,7 +63,7 @@ options:
   dest:
     description:
       - The directory to write the layout to, in a checkout of the Git repository the engine reads; made when
-        missing. The module owns it: every C(*.yaml) file in it that the layout does not name is removed.
+        missing. The module owns it, and removes every C(*.yaml) file in it that the layout does not name.
     type: path
     required: true
   repo_path:
