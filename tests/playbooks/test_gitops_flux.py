@@ -187,15 +187,18 @@ def test_a_hand_edit_is_put_back_by_flux(lab, flux):
         lab, "-n", "kubeflow", "patch", "deployment", "training-operator", "--type=json", "-p", yaml.safe_dump(patch)
     )
     assert p.returncode == 0, p.stderr
-    info = module(lab, "gang_info")
-    assert any("training-operator" in str(x) for x in info["problems"]), info["problems"]
+
+    def gang_value(info):
+        return next(o["gang_value"] for o in info["operators"] if o["operator"] == "training_operator")
+
+    assert gang_value(module(lab, "gang_info")) is None
 
     flux.wait_handled(flux.reconcile(name, with_source=False), timeout=120, name=name)
     dep = apps.read_namespaced_deployment("training-operator", "kubeflow")
     back = dep.spec.template.spec.containers[0].command
     assert back == command, back
     info = module(lab, "gang_info")
-    assert info["problems"] == [], info["problems"]
+    assert gang_value(info) == "volcano" and info["problems"] == [], info
 
 
 def test_a_broken_commit_fails_the_wait_naming_the_object(lab, flux, checkout, reader, tmp_path):
