@@ -1,4 +1,5 @@
-"""python -m lab {build,up,down,status,logs,nodes,runner,gang-demo,gpu-node}: the local lab cluster; a real GPU node."""
+"""python -m lab {build,up,down,status,logs,nodes,runner,gang-demo,gpu-node,flux}: the local lab cluster; a real GPU
+node; Flux on the lab."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 from . import build as B
 from .cluster import Lab, LabError
@@ -157,6 +159,38 @@ def _cmd_gpu_node(a) -> int:
     return 0 if all(r["ok"] for r in results) else 1
 
 
+def _cmd_flux(a) -> int:
+    from . import flux
+
+    if a.flux_cmd == "git-server":
+        flux.serve_git(a.root, a.port)
+        return 0
+    f = flux.Flux()
+    if a.flux_cmd == "up":
+        st = f.up(interval=a.interval, kustomization_interval=a.kustomization_interval, path=a.path)
+        print(f"\nFlux is up in {st['up_seconds']}s; repository {f.url} (branch {flux.BRANCH}), applied from {a.path}")
+        print(f"  clone:     git clone {f.url}")
+        print(f"  logs:      python -m lab logs {flux.SOURCE}  (or {flux.KUSTOMIZE}, {flux.GIT_SERVER})")
+        print("  stop:      python -m lab flux down")
+    elif a.flux_cmd == "down":
+        f.down()
+    else:
+        running = f.running()
+        for name, up in running.items():
+            print(f"{name:40s} {'up' if up else 'down'}")
+        if not all(running.values()):
+            return 3
+        print(f"repository {f.url} at {f.head()}")
+        for what, obj in (("GitRepository", f.git_repository()), ("Kustomization", f.kustomization())):
+            st = obj.get("status") or {}
+            ready = next((c for c in st.get("conditions") or [] if c["type"] == "Ready"), {})
+            rev = st.get("lastAppliedRevision") or (st.get("artifact") or {}).get("revision")
+            print(f"{what} {flux.NS}/{flux.NAME}: Ready={ready.get('status', '?')} {rev or ''}")
+            if ready.get("status") != "True":
+                print(f"    | {ready.get('message', '')[:300]}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m lab", description="Local Kubernetes lab with fake GPU nodes.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -229,6 +263,24 @@ def parser() -> argparse.ArgumentParser:
     gn.add_argument("--timeout", type=float, default=240, help="seconds for the whole run (default 240)")
     gn.add_argument("--json", action="store_true", help="print the result as JSON")
     gn.set_defaults(fn=_cmd_gpu_node)
+    fx = sub.add_parser(
+        "flux",
+        help="Flux's source-controller and kustomize-controller on the lab, each under its own ServiceAccount, and "
+        "a Git server (smart HTTP, pushes too) whose repository they apply (python -m lab build --for flux first)",
+    )
+    fsub = fx.add_subparsers(dest="flux_cmd", required=True)
+    fu = fsub.add_parser("up", help="start Flux and bootstrap it on the lab's repository (again: restarts it)")
+    fu.add_argument("--interval", default="10s", help="how often the repository is fetched (default 10s)")
+    fu.add_argument(
+        "--kustomization-interval", default="30s", help="how often it is applied again, drift put back (default 30s)"
+    )
+    fu.add_argument("--path", default="./clusters/lab", help="the directory Flux applies (default ./clusters/lab)")
+    fsub.add_parser("down", help="delete Flux's objects (nothing applied is pruned) and stop its processes")
+    fsub.add_parser("status", help="its processes, the repository's tip, the GitRepository and Kustomization")
+    fg = fsub.add_parser("git-server", help="(internal) the smart HTTP Git server")
+    fg.add_argument("--root", required=True, type=Path)
+    fg.add_argument("--port", required=True, type=int)
+    fx.set_defaults(fn=_cmd_flux)
     return p
 
 

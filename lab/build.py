@@ -200,6 +200,23 @@ UNITS: tuple[Unit, ...] = (
             ("sigs.k8s.io/jobset:config/components/webhook", "webhook"),
         ),
     ),
+    # Flux's two controllers a GitOps stage needs (python -m lab flux): each main package is its module root; the
+    # CRDs from config/crd/bases (source-controller's sources, kustomize-controller's Kustomization)
+    Unit(
+        name="flux-source-controller",
+        module="github.com/fluxcd/source-controller",
+        version=V.FLUX_SOURCE_CONTROLLER,
+        overrides=V.FLUX_OVERRIDES,
+        binaries=(Binary("source-controller", "github.com/fluxcd/source-controller"),),
+        artifacts=(("github.com/fluxcd/source-controller:config/crd/bases", "crds"),),
+    ),
+    Unit(
+        name="flux-kustomize-controller",
+        module="github.com/fluxcd/kustomize-controller",
+        version=V.FLUX_KUSTOMIZE_CONTROLLER,
+        binaries=(Binary("kustomize-controller", "github.com/fluxcd/kustomize-controller"),),
+        artifacts=(("github.com/fluxcd/kustomize-controller:config/crd/bases", "crds"),),
+    ),
     Unit(
         name="helm",
         module="helm.sh/helm/v3",
@@ -276,6 +293,8 @@ PATH_UNITS = {
     "scheduler_plugins": ("scheduler-plugins",),
     "koordinator": ("koordinator",),
     "trainer": ("trainer", "jobset"),
+    # not a gang path: Flux for a GitOps stage (python -m lab flux)
+    "flux": ("flux-source-controller", "flux-kustomize-controller"),
     # not a gang path: the GPU-node harness (python -m lab gpu-node builds them on demand; `make build` too)
     "gpu_node": GPU_NODE_UNITS,
 }

@@ -440,6 +440,27 @@ class Lab:
         except (OSError, ValueError):
             return {}
 
+    def addons(self) -> list[str]:
+        """Components started on a running lab besides the control plane (``start_addon``: Flux's controllers and
+        its Git server), in the order they were started; ``down`` stops them, ``status`` and ``logs`` show them."""
+        return [name for name in self.components() if name not in COMPONENTS]
+
+    def start_addon(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        """Start a process on the running lab as one of its components: its log in the lab's log dir, its pid and
+        its argv and env in the components table, so that ``status``, ``logs``, ``restart`` and ``down`` know it."""
+        if name in COMPONENTS:
+            raise LabError(f"{name!r} is a control-plane component, not an add-on")
+        self._start(name, argv, env)
+
+    def stop_addon(self, name: str) -> bool:
+        """Stop an add-on and forget it (its log stays); True if it was running."""
+        stopped = procs.stop(self.pid(name))
+        (self.pids / f"{name}.pid").unlink(missing_ok=True)
+        table = self.components()
+        if table.pop(name, None) is not None:
+            self.components_file.write_text(json.dumps(table, indent=1))
+        return stopped
+
     def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         """Starts a component with ``env`` added to the lab's environment, and records both in the table."""
         env = env or {}
@@ -592,6 +613,11 @@ class Lab:
     # ---- down / status -------------------------------------------------------------------------
     def down(self, log=print, remove_state: bool = False) -> list[str]:
         stopped = []
+        # add-ons before the control plane they talk to, the last started first
+        for c in reversed(self.addons()):
+            if procs.stop(self.pid(c)):
+                stopped.append(c)
+            (self.pids / f"{c}.pid").unlink(missing_ok=True)
         # the runner first: it stops the pod processes it runs
         for c in ("runner", "kwok", "kube-controller-manager", "kube-apiserver", "etcd"):
             if procs.stop(self.pid(c)):
@@ -612,8 +638,8 @@ class Lab:
         """Stop one component and start it again after ``down_for`` seconds, with the argv and
         environment it was started with (``components.json``; a control-plane restart, as on a real
         cluster). Returns the seconds it was unreachable."""
-        if name not in COMPONENTS:
-            raise LabError(f"unknown component {name!r}; one of: {', '.join(COMPONENTS)}")
+        if name not in COMPONENTS and name not in self.addons():
+            raise LabError(f"unknown component {name!r}; one of: {', '.join((*COMPONENTS, *self.addons()))}")
         pid = self.pid(name)
         if not procs.alive(pid):
             raise LabError(f"{name} is not running; start the lab first: python -m lab up")
@@ -636,7 +662,7 @@ class Lab:
 
     def status(self) -> dict:
         out = {}
-        for c in COMPONENTS:
+        for c in (*COMPONENTS, *self.addons()):
             pid = self.pid(c)
             out[c] = {"pid": pid, "up": procs.alive(pid), "log": procs.tail(self.logs / f"{c}.log", 3)}
         for pidfile in sorted(self.pods.glob("*/*.pid")) if self.pods.exists() else ():
@@ -692,8 +718,10 @@ class Lab:
             return logs[0]
         if what == "audit":
             return self.logs / "audit.log"
-        if what not in COMPONENTS:
-            raise LabError(f"unknown component {what!r}; one of: {', '.join(COMPONENTS)}, audit, or pod/NS/NAME")
+        # an add-on's log outlives it (python -m lab flux down), so it can still be read
+        if what not in COMPONENTS and what not in self.addons() and not (self.logs / f"{what}.log").is_file():
+            known = ", ".join((*COMPONENTS, *self.addons()))
+            raise LabError(f"unknown component {what!r}; one of: {known}, audit, or pod/NS/NAME")
         return self.logs / f"{what}.log"
 
 

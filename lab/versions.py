@@ -58,6 +58,12 @@ KOORDINATOR = "v1.6.1"
 # JobSets for (Trainer v2.2.0's go.mod requires this JobSet release).
 TRAINER = "v2.2.0"
 JOBSET = "v0.11.1"
+# Flux's source-controller and kustomize-controller (python -m lab flux), released together. v1.10.x do not build
+# with the lab's Go; source-controller v1.9.6 asks for github.com/fluxcd/pkg/artifact v0.18.3, which the module
+# proxy refuses, so v0.18.1 (FLUX_OVERRIDES) stands in.
+FLUX_SOURCE_CONTROLLER = "v1.9.6"
+FLUX_KUSTOMIZE_CONTROLLER = "v1.9.6"
+FLUX_OVERRIDES = (("github.com/fluxcd/pkg/artifact", "v0.18.1"),)
 
 # Upstream image repositories (path without registry host; any tag or digest) whose pods the lab's
 # pod-process runner runs as real processes, and the lab binary each one maps to.

@@ -75,7 +75,7 @@ def pytest_runtest_makereport(item, call):
         return
     the_lab = Lab()
     parts = []
-    for c in ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runner"):
+    for c in ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runner", *the_lab.addons()):
         parts.append(f"--- {c} ---\n" + "\n".join(procs.tail(the_lab.logs / f"{c}.log", 25)))
     for log in sorted(the_lab.pods.glob("*/*.log")) if the_lab.pods.exists() else ():
         parts.append(f"--- pod {log.parent.name}/{log.stem} ---\n" + "\n".join(procs.tail(log, 25)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -349,3 +350,57 @@ def test_binaries_sharing_their_link_flags_build_in_one_go_build_under_their_lab
     assert cmd[-2:] == ["sigs.k8s.io/scheduler-plugins/cmd/scheduler", "sigs.k8s.io/scheduler-plugins/cmd/controller"]
     assert sorted(p.name for p in build.bin_dir(sp).iterdir()) == ["sp-controller", "sp-scheduler"]
     assert (build.bin_dir(sp) / "sp-scheduler").read_text().endswith("cmd/scheduler")
+
+
+def test_an_addon_is_a_component_until_stopped_and_down_stops_it(tmp_path):
+    lab = cluster.Lab(tmp_path / "lab")
+    lab.root.mkdir()
+    lab.start_addon("sleeper", ["sleep", "60"], {"X": "1"})
+    pid = lab.pid("sleeper")
+    assert lab.addons() == ["sleeper"]
+    assert lab.components()["sleeper"] == {"argv": ["sleep", "60"], "env": {"X": "1"}}
+    assert lab.status()["sleeper"]["up"]
+    assert lab.log_path("sleeper") == lab.logs / "sleeper.log"
+    with pytest.raises(cluster.LabError, match="control-plane component"):
+        lab.start_addon("etcd", ["true"])
+    assert "sleeper" in lab.down(log=lambda *_: None)
+    assert not cluster.procs.alive(pid)
+    lab.start_addon("sleeper", ["sleep", "60"])
+    assert lab.stop_addon("sleeper") and lab.addons() == []
+    # its log outlives it
+    assert lab.log_path("sleeper").is_file()
+    with pytest.raises(cluster.LabError, match="unknown component"):
+        lab.log_path("nothing")
+
+
+def test_the_flux_git_server_serves_clone_and_push_over_smart_http(tmp_path):
+    from lab import flux
+
+    repos = tmp_path / "git"
+    repos.mkdir()
+    flux.git("init", "--quiet", "--bare", "--initial-branch=main", str(repos / "r.git"))
+    flux.git("config", "http.receivepack", "true", cwd=repos / "r.git")
+    port = cluster.free_port()
+    lab = cluster.Lab(tmp_path / "lab")
+    lab.root.mkdir()
+    lab.start_addon(
+        "git",
+        [sys.executable, "-m", "lab", "flux", "git-server", f"--root={repos}", f"--port={port}"],
+        {"PYTHONPATH": str(cluster.REPO)},
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/r.git"
+        lab._wait(lambda: cluster._http_ok(f"{url}/info/refs?service=git-upload-pack"), "git", 30)
+        flux.git("clone", "--quiet", url, str(tmp_path / "a"))
+        flux.git("symbolic-ref", "HEAD", "refs/heads/main", cwd=tmp_path / "a")
+        (tmp_path / "a" / "f.yaml").write_bytes(os.urandom(200_000))  # a push of more than one chunk
+        flux.git("add", ".", cwd=tmp_path / "a")
+        flux.git("commit", "--quiet", "-m", "one", cwd=tmp_path / "a")
+        flux.git("-c", "http.postBuffer=4096", "push", "--quiet", "origin", "HEAD:main", cwd=tmp_path / "a")
+        sha = flux.git("rev-parse", "HEAD", cwd=tmp_path / "a")
+        assert flux.git("rev-parse", "main", cwd=repos / "r.git") == sha
+        flux.git("clone", "--quiet", url, str(tmp_path / "b"))
+        assert (tmp_path / "b" / "f.yaml").read_bytes() == (tmp_path / "a" / "f.yaml").read_bytes()
+        assert "git-receive-pack" in lab.log_path("git").read_text()
+    finally:
+        lab.down(log=lambda *_: None)
