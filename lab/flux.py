@@ -406,6 +406,9 @@ class Flux:
             KUSTOMIZE: [
                 f"--metrics-addr=127.0.0.1:{ports['kustomize_metrics']}",
                 f"--health-addr=127.0.0.1:{ports['kustomize_health']}",
+                # a Kustomization whose dependsOn is not ready yet is looked at again after this (30 s by default, not
+                # its retryInterval): the lab's tests apply chains of stages, each waiting on the one before
+                "--requeue-dependency=2s",
             ],
         }
         # source-controller refuses a storage path that does not exist ("invalid dir path")

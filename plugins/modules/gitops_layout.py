@@ -97,7 +97,11 @@ options:
     type: str
     default: 10m
   retry_interval:
-    description: How soon Flux tries a stage again after a failure, or while the stage before is not ready.
+    description:
+      - How soon Flux tries a stage again after a failure.
+      - A stage whose stage before is not ready yet is looked at again after kustomize-controller's
+        C(--requeue-dependency) (30 s by default), whatever this says; a chain of stages applies faster with it
+        shorter.
     type: str
     default: 30s
   stage_timeout:
