@@ -230,8 +230,8 @@ def test_a_broken_commit_fails_the_wait_and_a_scheduler_change_mends_it(lab, flu
     assert sha != broken and "Commit" in changed.changed()
     layout = changed.results("Lay out the rendered chain for Flux")[0]
     assert sorted(layout["written"]) == [
-        f"{OPERATOR}/main/deployment-kubeflow-training-operator.yaml",
         "20-volcano/main/deployment-volcano-system-volcano-scheduler.yaml",
+        f"{OPERATOR}/main/deployment-kubeflow-training-operator.yaml",
     ], layout["written"]
 
     waited = wait_stage(lab, checkout, reader)
