@@ -26,7 +26,7 @@ description:
     CustomResourceDefinitions and Namespaces first, by itself.
   - Hook objects carry C(kustomize.toolkit.fluxcd.io/force=enabled) (a patch in their stage's C(kustomization.yaml),
     the files stay as rendered), because a Job is immutable, and Flux creates it again when its rendered spec changes, as Helm
-    runs a pre-upgrade hook again. Helm's test, delete and rollback hooks are left out and listed in RV(skipped).
+    runs a pre-upgrade hook again. Helm's test, delete and rollback hooks are left out and listed in RV(left_out).
     Unlike Helm, Flux keeps a hook Job once it has succeeded.
   - C(dest/kustomization.yaml) names C(flux/) only, so a Flux Kustomization (or the cluster's own Flux layout, such
     as C(flux bootstrap)'s C(clusters/<name>) directory) pointed at O(dest) applies the stages' Kustomizations and
@@ -156,7 +156,7 @@ kustomizations:
   type: list
   elements: str
   sample: [gangsched-10-gpu-device-plugin-main, gangsched-20-volcano-hooks, gangsched-20-volcano-main]
-skipped:
+left_out:
   description: Rendered files left out, each with why (Helm test, delete or rollback hooks).
   returned: always
   type: list
@@ -174,6 +174,12 @@ removed:
   type: list
   elements: str
   sample: [30-kubeflow-gang/main/configmap-kubeflow-old.yaml]
+diff:
+  description: One entry per file written or removed, its text before and after (diff mode; empty otherwise).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{before_header: gitops/gangsched/flux/kustomization.yaml, after_header: gitops/gangsched/flux/kustomization.yaml, before: "", after: "kind: Kustomization"}]
 """
 
 import os
@@ -306,7 +312,7 @@ def layout(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
         repo_path=opts["repo_path"],
         stages=planned["stages"],
         kustomizations=[st["name"] for st in planned["stages"]],
-        skipped=planned["skipped"],
+        left_out=planned["skipped"],
         written=plan.written,
         removed=plan.removed,
         diff=plan.diff if diff else None,
