@@ -172,6 +172,18 @@ def test_a_fresh_cluster_converges_through_git_alone_and_is_proven(lab, flux, ch
     assert git(checkout, "rev-parse", "HEAD") == sha and "Commit" not in again.changed(), again.changed()
 
 
+def test_what_a_commit_cannot_carry_is_refused_before_the_render(lab, checkout, reader, tmp_path):
+    head = git(checkout, "rev-parse", "HEAD")
+    refused = commit_stage(
+        lab, checkout, reader, tmp_path, gangsched_trainer=True, trainer_gang_runtimes=[{"name": "torch-distributed"}]
+    )
+    assert refused.rc != 0
+    assert "trainer_gang_runtimes (torch-distributed) are made gang-scheduled in place" in refused.failures()
+    assert "Render" not in " ".join(refused.changed()) and git(checkout, "rev-parse", "HEAD") == head
+    nowhere = playbook(lab, "gitops_commit", gangsched_gitops_checkout=str(tmp_path / "none"), **FLUX_VARS)
+    assert nowhere.rc != 0 and "is not a Git checkout: set it to a clone" in nowhere.failures(), nowhere.failures()
+
+
 def test_a_hand_edit_is_put_back_by_flux(lab, flux):
     """The gang flag taken off training-operator by hand: Flux's next apply of its stage puts it back, and gang_info
     finds no problem."""
