@@ -15,6 +15,19 @@ except ImportError:  # pragma: no cover - the modules report the missing library
     yaml = None
 
 
+# no folding of long strings: the C and the pure-Python emitters fold them differently, and write alike without
+_WIDTH = 1 << 30
+
+
+def dump(obj: dict) -> str:
+    """An object as the collection writes it: YAML with sorted keys, an indent of 2, no folding (the C emitter when
+    present)."""
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(
+        obj, Dumper=dumper, indent=2, sort_keys=True, default_flow_style=False, allow_unicode=True, width=_WIDTH
+    )
+
+
 def _loader():
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

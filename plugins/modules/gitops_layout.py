@@ -201,14 +201,6 @@ except ImportError:
 
 # Flux's duration (Go's time.ParseDuration as its CRDs' pattern allows it)
 DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
-_WIDTH = 1 << 30
-
-
-def _dump(obj: dict) -> str:
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(
-        obj, Dumper=dumper, indent=2, sort_keys=True, default_flow_style=False, allow_unicode=True, width=_WIDTH
-    )
 
 
 def _missing() -> dict | None:
@@ -295,7 +287,7 @@ def layout(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
         opts = {**params, "repo_path": repo_path(params)}
         objects, texts = read_src(params["src"])
         planned = _gitops.plan(objects, opts)
-        wanted = _gitops.tree(planned, texts, _dump)
+        wanted = _gitops.tree(planned, texts, _manifests.dump)
     except ValueError as e:
         return dict(failed=True, msg=f"gitops_layout: {e}; nothing was written to {dest}")
     plan = _files.Plan(dest, wanted, _files.present(dest, recursive=True), prune=params["prune"])

@@ -198,17 +198,6 @@ except ImportError:
     YAML_ERROR = traceback.format_exc()
 
 
-# no folding of long strings: the C and the pure-Python emitters fold them differently, and write alike without
-_WIDTH = 1 << 30
-
-
-def _dump(obj: dict) -> str:
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(
-        obj, Dumper=dumper, indent=2, sort_keys=True, default_flow_style=False, allow_unicode=True, width=_WIDTH
-    )
-
-
 def _parse(documents: list) -> list:
     """The documents of each YAML text (empty ones skipped), as they came where they can be; ValueError naming the
     text that is not YAML."""
@@ -283,7 +272,7 @@ def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
             except ValueError as e:
                 said = str(e) if str(e).startswith("chart ") else f"chart {chart['chart_ref']}'s output {e}"
                 raise ValueError(said) from None
-        wanted = _manifests.files(objects, _dump)
+        wanted = _manifests.files(objects, _manifests.dump)
     except ValueError as e:
         return dict(failed=True, msg=f"render_manifests: {e}; nothing was written to {path}")
     if os.path.exists(path) and not os.path.isdir(path):
