@@ -179,7 +179,9 @@ diff:
   returned: always
   type: list
   elements: dict
-  sample: [{before_header: gitops/gangsched/flux/kustomization.yaml, after_header: gitops/gangsched/flux/kustomization.yaml, before: "", after: "kind: Kustomization"}]
+  sample:
+    - {before_header: gitops/gangsched/flux/kustomization.yaml, after_header: gitops/gangsched/flux/kustomization.yaml,
+       before: "", after: "kind: Kustomization"}
 """
 
 import os
