@@ -255,3 +255,35 @@ def test_a_broken_commit_fails_the_wait_and_a_scheduler_change_mends_it(lab, flu
     assert "-v=4" in args and "-v=3" not in args, args
     assert apps.read_namespaced_deployment("training-operator", "kubeflow").spec.replicas == 1
     assert writes_by(lab, READER_USER) == []
+
+
+def test_trainer_joins_through_a_commit_and_trainjobs_are_proven(lab, flux, checkout, reader, tmp_path):
+    """gangsched_trainer=true in the pipeline: one more stage (Trainer v2 and JobSet, their webhooks on, after the
+    scheduler whose PodGroup CRD Trainer must see at its start), applied by Flux; the proof runs TrainJobs too."""
+    trainer = {"gangsched_trainer": True}
+    committed = commit_stage(
+        lab, checkout, reader, tmp_path, volcano_values={"custom": {"scheduler_log_level": 4}}, **trainer
+    )
+    assert committed.rc == 0, committed.failures()
+    layout = committed.results("Lay out the rendered chain for Flux")[0]
+    assert layout["kustomizations"][-1] == "gangsched-40-trainer-main", layout["kustomizations"]
+    assert {s["depends_on"] for s in layout["stages"] if s["name"] == "gangsched-40-trainer-main"} == {
+        "gangsched-30-kubeflow-gang-main"
+    }
+
+    waited = wait_stage(lab, checkout, reader)
+    assert waited.rc == 0, waited.failures()
+    apps = k.AppsV1Api(kube.api(lab))
+    for ns, name in (
+        ("kubeflow-system", "kubeflow-trainer-controller-manager"),
+        ("jobset-system", "jobset-controller-manager"),
+    ):
+        dep = apps.read_namespaced_deployment(name, ns)
+        assert dep.metadata.labels.get("kustomize.toolkit.fluxcd.io/name") == "gangsched-40-trainer-main"
+        assert (dep.status.available_replicas or 0) >= 1, f"{ns}/{name}"
+
+    proved = playbook(lab, "gitops_prove", **trainer)
+    assert proved.rc == 0, proved.failures()
+    (results,) = proved.facts("gang_smoke_test_results")[-1:]
+    assert [r["verdict"] for r in results] == ["gang_held_running", "gang_held_pending"] * 2, results
+    assert writes_by(lab, READER_USER) == []
