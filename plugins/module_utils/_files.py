@@ -12,11 +12,11 @@ import tempfile
 
 
 def read(path: str) -> str | None:
-    """The file's text; None when there is none."""
+    """The file's text; None when there is none (nor can be: a path through a file)."""
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
 
 
@@ -72,6 +72,17 @@ class Plan:
     @property
     def changed(self) -> bool:
         return bool(self.written or self.removed)
+
+    def carry_out(self, check_mode: bool) -> str | None:
+        """Writes and removes (not in check mode); what a user reads when that fails (the directory named), else
+        None."""
+        if check_mode or not self.changed:
+            return None
+        try:
+            self.apply()
+        except OSError as e:
+            return f"cannot write to {self.root} ({e.strerror}): check that the directory is writable"
+        return None
 
     def apply(self) -> None:
         """Writes and removes; directories left empty by a removal go too. OSError as it came."""

@@ -293,14 +293,9 @@ def layout(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
     except ValueError as e:
         return dict(failed=True, msg=f"gitops_layout: {e}; nothing was written to {dest}")
     plan = _files.Plan(dest, wanted, _files.present(dest, recursive=True), prune=params["prune"])
-    if not check_mode and plan.changed:
-        try:
-            plan.apply()
-        except OSError as e:
-            return dict(
-                failed=True,
-                msg=f"gitops_layout: cannot write to {dest} ({e.strerror}): check that the directory is writable",
-            )
+    failed = plan.carry_out(check_mode)
+    if failed:
+        return dict(failed=True, msg=f"gitops_layout: {failed}")
     return dict(
         changed=plan.changed,
         repo_path=opts["repo_path"],

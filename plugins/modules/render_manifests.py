@@ -280,16 +280,9 @@ def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
             failed=True, msg=f"render_manifests: path {path} exists and is not a directory; point path at a directory"
         )
     plan = _files.Plan(path, wanted, _files.present(path), prune=params["prune"])
-    if not check_mode and plan.changed:
-        try:
-            plan.apply()
-        except OSError as e:
-            return dict(
-                failed=True,
-                msg=f"render_manifests: cannot write to {path} ({e.strerror}): check that the directory is writable",
-                written=[],
-                removed=[],
-            )
+    failed = plan.carry_out(check_mode)
+    if failed:
+        return dict(failed=True, msg=f"render_manifests: {failed}", written=[], removed=[])
     written, removed, changes = plan.written, plan.removed, plan.diff
     return dict(
         changed=bool(written or removed),

@@ -105,3 +105,15 @@ def test_bad_options_are_named(tmp_path):
     got = _run({"src": str(tmp_path / "none"), "dest": str(dest), "repo_path": "."})
     assert "is not a directory; point it at render.yml's gangsched_render_dir" in got["msg"], got
     assert not dest.exists()
+
+
+def test_a_dest_that_cannot_be_written_is_named(tmp_path):
+    src = _render(tmp_path / "rendered")
+    (tmp_path / "afile").write_text("not a directory")
+    dest = tmp_path / "afile" / "gangsched"
+    got = _run({"src": str(src), "dest": str(dest), "repo_path": "./gangsched"})
+    assert got["failed"] is True, got
+    assert (
+        got["msg"] == f"gitops_layout: cannot write to {dest} (Not a directory): check that the directory is writable"
+    )
+    assert "Traceback" not in got["msg"]

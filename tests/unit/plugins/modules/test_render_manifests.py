@@ -126,3 +126,15 @@ def test_a_document_that_is_not_yaml_writes_nothing(tmp_path):
     nokind = _run({"path": str(out), "documents": ["metadata: {name: x}\n"]})
     assert nokind["failed"] is True and "kind and metadata.name" in nokind["msg"], nokind["msg"]
     assert not out.exists()
+
+
+def test_a_path_through_a_file_is_named_not_a_traceback(tmp_path):
+    (tmp_path / "afile").write_text("not a directory")
+    path = tmp_path / "afile" / "r"
+    got = _run({"path": str(path), "objects": _objects()})
+    assert got["failed"] is True, got
+    assert (
+        got["msg"]
+        == f"render_manifests: cannot write to {path} (Not a directory): check that the directory is writable"
+    )
+    assert got["written"] == [] and got["removed"] == []
