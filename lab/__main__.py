@@ -1,5 +1,5 @@
-"""python -m lab {build,up,down,status,logs,nodes,runner,gang-demo,gpu-node,flux}: the local lab cluster; a real GPU
-node; Flux on the lab."""
+"""python -m lab {build,up,down,status,logs,nodes,runner,gang-demo,gpu-node,gpu-bundle,flux}: the local lab cluster;
+a real GPU node (and a bundle of it for a GPU machine that cannot build); Flux on the lab."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 from . import build as B
-from .cluster import Lab, LabError
 from .paths import state_dir
 
 
@@ -87,6 +86,8 @@ def _cmd_nodes(a) -> int:
 
     lab = Lab()
     if not lab.running().get("kube-apiserver"):
+        from .cluster import LabError
+
         raise LabError("the lab is not running; start it with: python -m lab up")
     api = nodes.client(lab.kubeconfig)
     if a.nodes_cmd == "add":
@@ -144,6 +145,7 @@ def _cmd_gpu_node(a) -> int:
                     role_vars=role_vars,
                     total_timeout=a.timeout,
                     out_dir=out,
+                    from_bundle=a.bundle,
                     log=lambda line: print(line, file=sys.stderr),
                 )
             )
@@ -157,6 +159,23 @@ def _cmd_gpu_node(a) -> int:
             print(r["summary"])
             print(f"  result: {r['logs'].rsplit('/', 1)[0]}/result.json, logs: {r['logs']}")
     return 0 if all(r["ok"] for r in results) else 1
+
+
+def _cmd_gpu_bundle(a) -> int:
+    from .gpu import bundle, harness
+
+    log = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    try:
+        m = bundle.write(a.dir, harness.ensure_built(log), preset=a.preset, log=log)
+    except (harness.HarnessError, bundle.BundleError, B.BuildError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    mib = 1 << 20
+    print(
+        f"GPU-node bundle in {a.dir}: {m['bytes'] / mib:.1f} MiB of binaries ({m['unpacked_bytes'] / mib:.0f} MiB "
+        f"unpacked) in {m['seconds']:.0f}s; on the GPU machine: python -m lab gpu-node --bundle {a.dir}"
+    )
+    return 0
 
 
 def _cmd_flux(a) -> int:
@@ -262,7 +281,16 @@ def parser() -> argparse.ArgumentParser:
     gn.add_argument("--role-vars", help="more gpu_device_plugin variables, as JSON")
     gn.add_argument("--timeout", type=float, default=240, help="seconds for the whole run (default 240)")
     gn.add_argument("--json", action="store_true", help="print the result as JSON")
+    gn.add_argument("--bundle", type=Path, help="run from a bundle (python -m lab gpu-bundle) and build nothing")
     gn.set_defaults(fn=_cmd_gpu_node)
+    gb = sub.add_parser(
+        "gpu-bundle",
+        help="what gpu-node runs (binaries, images, the device plugin's chart) in one directory, for a GPU machine "
+        "without Go or network: there, python -m lab gpu-node --bundle DIR",
+    )
+    gb.add_argument("dir", type=Path)
+    gb.add_argument("--preset", type=int, default=9, choices=range(10), help="xz level (default 9, the smallest)")
+    gb.set_defaults(fn=_cmd_gpu_bundle)
     fx = sub.add_parser(
         "flux",
         help="Flux's source-controller and kustomize-controller on the lab, each under its own ServiceAccount, and "
@@ -284,11 +312,25 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def Lab():  # noqa: N802 (the cluster's class, imported on use)
+    from .cluster import Lab as _Lab
+
+    return _Lab()
+
+
+def _lab_errors() -> tuple[type[Exception], ...]:
+    from .cluster import LabError
+
+    return (LabError, B.BuildError)
+
+
 def main(argv: list[str] | None = None) -> int:
+    # the cluster (and its client and crypto libraries) is imported only by the commands that run it: gpu-node and
+    # gpu-bundle run on a GPU machine that may have none of them
     a = parser().parse_args(argv)
     try:
         return a.fn(a)
-    except (LabError, B.BuildError) as e:
+    except _lab_errors() as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

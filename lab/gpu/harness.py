@@ -28,7 +28,7 @@ import yaml
 from .. import build as B
 from .. import versions as V
 from ..paths import REPO, cache_dir, state_dir
-from . import native
+from . import bundle, native, node
 
 STANDIN_DRIVER_ROOT = "/run/nvidia/driver"
 STANDIN_HOOK = "/run/gangsched-gpu-node/bin/nvidia-cdi-hook"
@@ -58,15 +58,68 @@ def gpu_present() -> tuple[bool, str]:
     return True, "NVIDIA driver present"
 
 
-def ensure_built(log=print) -> dict[str, str]:
-    """Build what the node runs (skipping what the cache has); the binaries by name."""
+def ensure_built(log=print, from_bundle: Path | None = None) -> bundle.Pieces:
+    """What the node runs: the binaries by name, the native pieces' directory and the device plugin's chart —
+    built into the cache (skipping what it has), or taken from a bundle (:mod:`lab.gpu.bundle`), building nothing."""
+    if from_bundle is not None:
+        try:
+            return bundle.load(from_bundle, log=log)
+        except bundle.BundleError as e:
+            raise HarnessError(str(e)) from None
     B.build([*B.GPU_NODE_UNITS, "helm", "nvidia-device-plugin"], log=log)
-    native.build(log=lambda *_: None)
-    names = ("containerd", "containerd-shim-runc-v2", "ctr", "runc", "kubelet", PLUGIN_COMMAND, "helm")
-    return {n: str(B.binary_path(n)) for n in names}
+    built = native.build(log=lambda *_: None)
+    bins = {n: str(B.binary_path(n)) for n in bundle.BINARIES}
+    return bundle.Pieces(bins, built, B.artifact_path("nvidia-device-plugin", "chart"))
 
 
-def render_role(role_vars: dict, helm: str, out: Path) -> list[dict]:
+def ansible_command(name: str) -> str:
+    """An Ansible command of the Python running this (its own bin directory first, then the PATH)."""
+    own = Path(sys.executable).parent / name
+    found = str(own) if own.exists() else shutil.which(name)
+    if not found:
+        raise HarnessError(f"{name} is not next to {sys.executable} nor on PATH; install ansible-core for that Python")
+    return found
+
+
+def node_info_command(base: Path, strategy: str, driver_root: str, containerd_config: str, cdi_dir: str,
+                      kubelet_root: str) -> dict:  # fmt: skip
+    """How the node runs ``gpu_node_info`` on itself, as a play on a GPU host would (ad hoc), with the collection
+    where :func:`render_role` put it under ``base``."""
+    args = {
+        "device_list_strategy": strategy,
+        "driver_root": driver_root,
+        "containerd_config": containerd_config,
+        "cdi_spec_dirs": [cdi_dir],
+        "kubelet_root": kubelet_root,
+    }
+    return {
+        "argv": [
+            ansible_command("ansible"),
+            "localhost",
+            "-c",
+            "local",
+            "-i",
+            "localhost,",
+            "-m",
+            "gangsched.kubeflow.gpu_node_info",
+            "-a",
+            json.dumps(args),
+        ],  # fmt: skip
+        "env": {
+            "ANSIBLE_COLLECTIONS_PATH": str(base / "collections"),
+            # ad hoc's own stdout callback (minimal): "localhost | SUCCESS => {result}"; the json one is ansible.posix's
+            "ANSIBLE_STDOUT_CALLBACK": "minimal",
+            "ANSIBLE_LOCALHOST_WARNING": "0",
+            "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+            "ANSIBLE_LOCAL_TEMP": "/tmp/ansible-local",
+            "ANSIBLE_REMOTE_TEMP": "/tmp/ansible-remote",
+            "HOME": "/tmp",
+            "LC_ALL": "C.UTF-8",
+        },
+    }
+
+
+def render_role(role_vars: dict, helm: str, out: Path, chart: Path, collections: Path | None = None) -> list[dict]:
     """The ``gpu_device_plugin`` role in render-only mode with ``role_vars``; the objects it wrote."""
     coll = out / "collections" / "ansible_collections" / "gangsched"
     coll.mkdir(parents=True, exist_ok=True)
@@ -82,7 +135,7 @@ def render_role(role_vars: dict, helm: str, out: Path) -> list[dict]:
     )
     variables = {
         "gpu_device_plugin_chart_repo_url": "",
-        "gpu_device_plugin_chart_ref": str(B.artifact_path("nvidia-device-plugin", "chart")),
+        "gpu_device_plugin_chart_ref": str(chart),
         "gpu_device_plugin_helm_binary": helm,
         **role_vars,
         "gpu_device_plugin_render_only": True,
@@ -91,12 +144,12 @@ def render_role(role_vars: dict, helm: str, out: Path) -> list[dict]:
     (out / "render-vars.json").write_text(json.dumps(variables))
     env = {
         **os.environ,
-        "ANSIBLE_COLLECTIONS_PATH": str(out / "collections"),
+        "ANSIBLE_COLLECTIONS_PATH": ":".join(str(p) for p in (out / "collections", collections) if p),
         "ANSIBLE_LOCALHOST_WARNING": "0",
         "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
         "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
     }
-    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(play)]
+    cmd = [ansible_command("ansible-playbook"), "-i", "localhost,", "-c", "local", str(play)]
     cmd += ["-e", f"@{out / 'render-vars.json'}"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
     if p.returncode != 0:
@@ -237,13 +290,16 @@ def run(
     timeout: float = 60,
     total_timeout: float = 240,
     out_dir: Path | None = None,
+    from_bundle: Path | None = None,
+    node_info: bool = True,
     log=print,
 ) -> dict:
-    """Run the node once; the result (also written to ``<out>/result.json``)."""
+    """Run the node once; the result (also written to ``<out>/result.json``). ``from_bundle``: run from a bundle's
+    binaries (:mod:`lab.gpu.bundle`) and build nothing; ``node_info``: run ``gpu_node_info`` on the node too."""
     t0 = time.monotonic()
     if os.geteuid() != 0:
         raise HarnessError("the GPU-node harness needs root (mount and PID namespaces, device nodes, cgroups)")
-    for tool in ("unshare", "pivot_root", "mount", "gcc"):
+    for tool in ("unshare", "pivot_root", "mount") + (() if from_bundle else ("gcc",)):
         if shutil.which(tool) is None:
             raise HarnessError(f"{tool} is not on PATH; the GPU-node harness needs it")
     present, why = gpu_present()
@@ -251,7 +307,8 @@ def run(
         mode = "driver" if present else "standin"
     if mode == "driver" and not present:
         raise HarnessError(f"no GPU to use: {why}")
-    bins = ensure_built(log)
+    pieces = ensure_built(log, from_bundle)
+    bins = pieces.binaries
     base = Path(out_dir) if out_dir else state_dir() / "gpu-node"
     out = base / "out"
     shutil.rmtree(out, ignore_errors=True)
@@ -266,7 +323,7 @@ def run(
         "gpu_device_plugin_cdi_hook_path": hook,
         **(role_vars or {}),
     }
-    container = plugin_container(render_role(render_vars, bins["helm"], base))
+    container = plugin_container(render_role(render_vars, bins["helm"], base, pieces.chart, pieces.collections))
     resource, replicas = sharing(container)
     tag = container["image"].rpartition(":")[2]
     if tag != V.NVIDIA_DEVICE_PLUGIN:
@@ -283,7 +340,7 @@ def run(
         "strategy": strategy,
         "gpus": gpus,
         "binaries": bins,
-        "native": str(native.native_dir()),
+        "native": str(pieces.native),
         "pause_image": native.PAUSE_IMAGE,
         "standin_driver_version": native.STANDIN_DRIVER_VERSION,
         "driver_root": render_vars["gpu_device_plugin_driver_root"] or "/",
@@ -294,11 +351,23 @@ def run(
         "replicas": replicas,
         "cgroup_root": cgroup_root,
         "timeout": timeout,
-        "bind": sorted({str(REPO), str(cache_dir()), os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}),
+        # what the node's processes read from the host: this checkout, the binaries, and the Python running it
+        "bind": sorted(
+            p
+            for p in {str(REPO), str(cache_dir()), os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+            | {str(base / "collections")}
+            | ({str(Path(from_bundle).resolve())} if from_bundle else set())
+            | {os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(":") if p}
+            if Path(p).is_dir()
+        ),
     }
+    if node_info:
+        spec["node_info"] = node_info_command(
+            base, strategy, spec["driver_root"], node.CONTAINERD_CONFIG, str(node.CDI_DIR), str(node.KUBELET_ROOT)
+        )
     (base / "spec.json").write_text(json.dumps(spec, indent=1))
     cmd = ["unshare", "--mount", "--pid", "--fork", "--kill-child", sys.executable, "-m", "lab.gpu.node"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": ":".join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     timed_out = False
     try:
         subprocess.run([*cmd, str(base / "spec.json")], cwd=REPO, env=env, timeout=total_timeout, check=False)
@@ -324,6 +393,8 @@ def run(
         "nvidia-device-plugin": V.NVIDIA_DEVICE_PLUGIN,
     }
     result["plugin"] = container
+    result["from_bundle"] = str(Path(from_bundle).resolve()) if from_bundle else None
+    result["binaries"] = bins
     result["render_s"] = round(t_render, 1)
     result["seconds"] = round(time.monotonic() - t0, 1)
     result["logs"] = str(out / "logs")

@@ -22,6 +22,7 @@ from . import podresources
 
 STATE = Path("/run/gangsched-gpu-node")
 CONTAINERD_SOCK = "/run/containerd/containerd.sock"
+CONTAINERD_CONFIG = str(STATE / "containerd.toml")
 KUBELET_ROOT = Path("/var/lib/kubelet")
 PODRES_SOCK = str(KUBELET_ROOT / "pod-resources" / "kubelet.sock")
 DEVICE_PLUGINS = KUBELET_ROOT / "device-plugins"
@@ -269,20 +270,23 @@ def kubelet_config(spec: dict) -> dict:
     }
 
 
-def cgroup_roots(name: str) -> list[Path]:
-    """The kubelet's cgroup root in every cgroup hierarchy mounted here."""
+def cgroup_roots(name: str) -> list[tuple[Path, str]]:
+    """The kubelet's cgroup root in every cgroup hierarchy mounted here, with the hierarchy's type (``cgroup`` for
+    v1, ``cgroup2``)."""
     out = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         left, _, right = line.partition(" - ")
         fstype = right.split()[0] if right else ""
         if fstype in ("cgroup", "cgroup2"):
-            out.append(Path(left.split()[4]) / name.strip("/"))
+            out.append((Path(left.split()[4]) / name.strip("/"), fstype))
     return out
 
 
 def make_cgroup_root(name: str) -> None:
-    for path in cgroup_roots(name):
+    for path, fstype in cgroup_roots(name):
         path.mkdir(exist_ok=True)
+        if fstype != "cgroup":
+            continue  # v2: an empty cpuset is the parent's (whose root has no cpuset.cpus at all)
         for f in ("cpuset.cpus", "cpuset.mems"):  # a cgroup v1 cpuset starts empty: take the parent's
             if (path / f).exists() and not (path / f).read_text().strip():
                 (path / f).write_text((path.parent / f).read_text())
@@ -365,6 +369,54 @@ def probe_pod(name: str, gpus: int, resource: str = RESOURCE) -> dict:
     }
 
 
+def node_info(spec: dict, containerd: str, logs: Path) -> dict:
+    """``gpu_node_info`` run on this node while its plugin is registered: the module's result, or ``error``."""
+    cmd = spec["node_info"]
+    env = {**os.environ, **cmd["env"], "PATH": f"{Path(containerd).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    try:
+        p = subprocess.run(cmd["argv"], capture_output=True, text=True, env=env, timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": "gpu_node_info: no answer within 120s"}
+    (logs / "gpu_node_info.log").write_text(p.stdout + p.stderr)
+    # ad hoc's minimal callback: "localhost | SUCCESS => {the module's result}"
+    _, sep, body = p.stdout.partition(" => ")
+    try:
+        return json.loads(body) if sep else {"error": f"gpu_node_info (rc {p.returncode}): {p.stderr.strip()[-500:]}"}
+    except ValueError:
+        return {"error": f"gpu_node_info (rc {p.returncode}): {(p.stderr or p.stdout).strip()[-500:]}"}
+
+
+def check_node_info(check, info: dict, spec: dict, allocatable: list[str]) -> None:
+    """What ``gpu_node_info`` reported agrees with the node: the GPUs the kubelet advertises (their UUIDs), the
+    driver (the stand-in's version; a real driver's is reported), the plugin registered, and for the CDI
+    strategies containerd with CDI on and the plugin's spec found."""
+    if info.get("error") or info.get("failed"):
+        check("gpu_node_info agrees", False, info.get("error") or info.get("msg", "failed"))
+        return
+    uuids = sorted(g.get("uuid") for g in info.get("gpus", []))
+    advertised = sorted({a.split("::")[0] for a in allocatable})
+    driver = info.get("driver") or {}
+    want_driver = spec["standin_driver_version"] if spec["mode"] == "standin" else driver.get("version")
+    dp = info.get("device_plugin") or {}
+    ctd = info.get("containerd") or {}
+    cdi = spec["strategy"].startswith("cdi")
+    ok = (
+        uuids == advertised
+        and bool(driver.get("version"))
+        and driver.get("version") == want_driver
+        and dp.get("registered") is True
+        and (not cdi or (ctd.get("cdi_enabled") is True and bool(info.get("cdi_specs"))))
+    )
+    problems = "; ".join(p["problem"] for p in info.get("problems", [])) or "none"
+    check(
+        "gpu_node_info agrees",
+        ok,
+        f"driver {driver.get('version')} via {driver.get('source')}; GPUs {uuids} (kubelet: {advertised}); "
+        f"plugin registered {dp.get('registered')}; containerd CDI {ctd.get('cdi_enabled')}, "
+        f"CDI specs {len(info.get('cdi_specs') or [])}; problems: {problems}",
+    )
+
+
 def run(spec: dict) -> dict:
     t0 = time.monotonic()
     timings: dict[str, float] = {}
@@ -400,9 +452,9 @@ def run(spec: dict) -> dict:
     try:
         spec["runtime_binary"] = runtime_binary(spec)
         result["seccomp"] = spec["runtime_binary"] == spec["binaries"]["runc"]
-        (STATE / "containerd.toml").write_text(containerd_config(spec))
+        Path(CONTAINERD_CONFIG).write_text(containerd_config(spec))
         env = dict(os.environ, PATH=f"{Path(bins['containerd']).parent}:/usr/sbin:/usr/bin:/sbin:/bin")
-        procs.start("containerd", [bins["containerd"], "--config", str(STATE / "containerd.toml")], env)
+        procs.start("containerd", [bins["containerd"], "--config", CONTAINERD_CONFIG], env)
         _wait("containerd's socket", lambda: Path(CONTAINERD_SOCK).exists() or procs.check(), spec["timeout"])
         for image in ("pause.tar", "gpu-probe.tar"):
             ctr = [bins["ctr"], "--address", CONTAINERD_SOCK, "--namespace", "k8s.io", "images", "import"]
@@ -496,6 +548,12 @@ def run(spec: dict) -> dict:
             not ctl_alloc and not ctl["devices"] and not ctl_nvml.get("library") and not ctl["visible_devices"],
             f"allocated {ctl_alloc}; device nodes {ctl['devices']}; NVML library {ctl_nvml.get('library')}",
         )
+
+        if spec.get("node_info"):
+            info = node_info(spec, bins["containerd"], logs)
+            result["node_info"] = info
+            check_node_info(check, info, spec, ids)
+            mark("gpu_node_info")
 
         # the pods stopped through the kubelet, so that the runtime removes what it made for them
         for f in (STATE / "manifests").iterdir():

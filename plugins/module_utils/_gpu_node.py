@@ -12,6 +12,8 @@ import re
 
 RESOURCE = "nvidia.com/gpu"
 CDI_STRATEGIES = ("cdi-cri", "cdi-annotations")
+# where a driver root holds the driver's libraries (distributions' multiarch directories, then the driver's own)
+LIB_DIRS = ("usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "lib64", "usr/local/nvidia/lib64")
 # nvidia-smi --query-gpu fields, in the order the module asks for them
 SMI_FIELDS = (
     "index",
@@ -45,6 +47,16 @@ def _value(raw: str):
 def _section(header: str) -> list[str]:
     """A TOML table header as its keys: [plugins."io.containerd.grpc.v1.cri".containerd] -> [plugins, io..., ...]."""
     return [p.strip().strip("\"'") for p in re.findall(r"\"[^\"]*\"|'[^']*'|[^.]+", header.strip("[] "))]
+
+
+def containerd_version(text: str) -> str | None:
+    """The version ``containerd --version`` prints, as ``v2.1.4``: upstream's release prints ``v2.1.4``, distributions'
+    and Docker's ``containerd.io`` packages ``1.7.27``, a build without release flags ``2.1.4+unknown``."""
+    for word in text.split()[1:]:
+        m = re.fullmatch(r"v?(\d+\.\d+\.\d+)(?:[-+~][0-9A-Za-z.+~-]*)?", word)
+        if m:
+            return f"v{m.group(1)}"
+    return None
 
 
 def containerd_facts(text: str | None, version: str | None) -> dict:

@@ -51,6 +51,8 @@ options:
   driver_root:
     description:
       - Where the driver's files are (V(/), or V(/run/nvidia/driver) for the GPU Operator's driver container).
+      - Under another root than V(/), NVML is the driver's C(libnvidia-ml.so.1) under it (loaded before C(pynvml) looks
+        for it, so the driver container's library is read, not one the host may hold).
       - C(nvidia-smi) is looked for under it first; a driver container's (under another root than V(/)) runs in that
         root (C(chroot)), with its own libraries.
     type: path
@@ -95,7 +97,7 @@ EXAMPLES = r"""
 RETURN = r"""
 driver:
   description: The driver - where it was read from (V(nvml), V(nvidia-smi), or null when neither answered), its version,
-    and the error when it could not be read.
+    the error when it could not be read, and C(library), the driver root's NVML library when one was loaded from there.
   returned: always
   type: dict
   sample: {source: nvml, version: 580.95.05}
@@ -141,6 +143,7 @@ problems:
             fix: "install the device plugin (the gpu_device_plugin role) and check that its DaemonSet targets this node"}]
 """
 
+import ctypes
 import os
 import shutil
 import subprocess
@@ -170,8 +173,17 @@ def _which(name: str, dirs: list[str]) -> str | None:
     return shutil.which(name)
 
 
+def _load_nvml(path: str) -> bool:
+    # loaded by its path first, the driver root's library is the one pynvml's dlopen of its soname then finds
+    try:
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        return False
+    return True
+
+
 def run(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
-    return dict(changed=False, **gather(params, _run, pynvml, _which))
+    return dict(changed=False, **gather(params, _run, pynvml, _which, _load_nvml))
 
 
 def entry() -> dict:

@@ -132,10 +132,25 @@ def device_plugin(kubelet_root: str) -> dict:
     }
 
 
-def gather(params: dict, run, nvml, which) -> dict:
+def nvml_library(root: str) -> str | None:
+    """The driver's ``libnvidia-ml.so.1`` under a driver root other than ``/``, or None."""
+    if os.path.normpath(root) == "/":
+        return None
+    for d in _gpu_node.LIB_DIRS:
+        path = os.path.join(root, d, "libnvidia-ml.so.1")
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def gather(params: dict, run, nvml, which, load=None) -> dict:
     """Everything the module returns. ``nvml``: the pynvml module, or None when nvidia-ml-py is not installed;
-    ``which(name, dirs) -> path or None`` finds nvidia-smi and containerd."""
+    ``which(name, dirs) -> path or None`` finds nvidia-smi and containerd; ``load(path) -> bool`` loads the driver
+    root's NVML library before pynvml looks for its own."""
     root = params["driver_root"]
+    library = nvml_library(root) if nvml is not None and load is not None else None
+    if library and not load(library):
+        library = None
     if os.path.normpath(root) != "/" and os.access(os.path.join(root, "usr/bin/nvidia-smi"), os.X_OK):
         # a driver container's nvidia-smi with its own libraries: run in its root, as the GPU Operator does
         smi = ["chroot", root, "/usr/bin/nvidia-smi"]
@@ -145,6 +160,8 @@ def gather(params: dict, run, nvml, which) -> dict:
     facts: dict
     if nvml is not None:
         facts = read_nvml(nvml)
+        if library:
+            facts["driver"]["library"] = library
         if not facts["driver"]["source"] and smi:
             facts = read_smi(run, smi)
     elif smi:
@@ -155,8 +172,7 @@ def gather(params: dict, run, nvml, which) -> dict:
     ctd = which("containerd", [])
     if ctd:
         rc, out, _err = run([ctd, "--version"])
-        words = out.split() if rc == 0 else []
-        version = next((w for w in words if w[:1] == "v" and w[1:2].isdigit()), None)
+        version = _gpu_node.containerd_version(out) if rc == 0 else None
     facts["containerd"] = _gpu_node.containerd_facts(read_file(params["containerd_config"]), version)
     dirs = params["cdi_spec_dirs"] or facts["containerd"].get("cdi_spec_dirs") or ["/etc/cdi", "/var/run/cdi"]
     facts["cdi_specs"] = cdi_specs(dirs)

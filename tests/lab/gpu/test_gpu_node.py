@@ -5,13 +5,14 @@ pod with the limit gets its device and a pod without it does not; and the host i
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
-from lab import build
-from lab.gpu import harness
+from lab import build, versions
+from lab.gpu import bundle, harness
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the GPU node needs root (namespaces, device nodes)")
 
@@ -82,6 +83,7 @@ def test_the_plugin_runs_as_the_role_renders_it(cdi):
         "GPU pod allocated one device",
         "GPU pod got the device",
         "control pod got no GPU",
+        "gpu_node_info agrees",
     ],
 )
 def test_cdi_cri_with_the_stand_in_nvml(cdi, check):
@@ -89,6 +91,21 @@ def test_cdi_cri_with_the_stand_in_nvml(cdi, check):
     checks = {c["name"]: c for c in cdi["checks"]}
     assert check in checks, _explain(cdi)
     assert checks[check]["ok"], _explain(cdi)
+
+
+def test_gpu_node_info_on_the_node_reads_the_driver_root_and_finds_nothing_wrong(cdi):
+    """gpu_node_info, run on the node as a play runs it on a GPU host: NVML loaded from the driver root (no library
+    path set), containerd's version and CDI setting, the plugin's CDI spec and registration, and no problem."""
+    info = cdi["node_info"]
+    assert info["driver"] == {
+        "source": "nvml",
+        "version": "580.95.05",
+        "library": f"{harness.STANDIN_DRIVER_ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+    }, info
+    assert info["containerd"]["version"] == "v2.1.4" and info["containerd"]["cdi_enabled"] is True, info["containerd"]
+    assert [s["devices"] for s in info["cdi_specs"]] == [sorted(cdi["allocatable"])], info["cdi_specs"]
+    assert info["device_plugin"]["resources"] == {"nvidia.com/gpu": 2}, info["device_plugin"]
+    assert info["problems"] == [], info["problems"]
 
 
 def test_two_stand_in_gpus_are_two_allocatable(cdi):
@@ -105,6 +122,9 @@ def test_envvar_tells_the_pod_its_device(before):
     assert r["ok"], _explain(r)
     assert "DEVICE_LIST_STRATEGY" not in r["plugin"]["env"]  # envvar is the chart's default: the role leaves it
     assert r["pods"]["probes"]["gpu-probe"]["visible_devices"] == r["allocatable"][0]
+    # the node runs plain runc: gpu_node_info names what envvar lacks on it
+    problems = " / ".join(p["problem"] for p in r["node_info"]["problems"])
+    assert "NVIDIA container runtime" in problems, problems
 
 
 def test_cdi_annotations_inject_the_device(before):
@@ -140,6 +160,23 @@ def test_a_run_cut_short_leaves_the_host_as_it_was(cdi, before):
     assert _host_state() == before
 
 
+def test_a_bundle_runs_the_node_and_builds_nothing(before, tmp_path):
+    """What a GPU machine without Go or network runs: a bundle of the built binaries, images and chart; the node
+    runs its binaries, and a bundle of other versions is refused by name."""
+    m = bundle.write(tmp_path / "b", harness.ensure_built(log=lambda *_: None), preset=0, log=lambda *_: None)
+    assert m["versions"]["kubelet"] == versions.KUBERNETES and set(m["binaries"]) == set(bundle.BINARIES)
+    assert m["collections"] == ["kubernetes.core"]
+    r = harness.run(mode="standin", gpus=1, from_bundle=tmp_path / "b", log=lambda *_: None)
+    assert r["ok"], _explain(r)
+    assert all(Path(p).parent == tmp_path / "b" / "bin" for p in r["binaries"].values()), r["binaries"]
+    manifest = tmp_path / "b" / bundle.MANIFEST
+    other = json.loads(manifest.read_text())
+    other["versions"]["kubelet"] = "v1.0.0"
+    manifest.write_text(json.dumps(other))
+    with pytest.raises(harness.HarnessError, match=f"kubelet v1.0.0 \\(this checkout: {versions.KUBERNETES}\\)"):
+        harness.run(mode="standin", from_bundle=tmp_path / "b", log=lambda *_: None)
+
+
 def test_a_real_gpu(before):
     present, why = harness.gpu_present()
     if not present:
@@ -148,3 +185,4 @@ def test_a_real_gpu(before):
     assert r["ok"], _explain(r)
     gpu = r["pods"]["probes"]["gpu-probe"]["nvml"]
     assert gpu["init"] == 0 and len(gpu["gpus"]) == 1, _explain(r)
+    assert [g["uuid"] for g in r["node_info"]["gpus"]] == [a.split("::")[0] for a in r["allocatable"]], _explain(r)

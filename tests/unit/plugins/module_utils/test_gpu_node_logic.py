@@ -44,6 +44,21 @@ def test_containerd_2_has_cdi_on():
     assert G.containerd_facts(None, None)["cdi_enabled"] is None
 
 
+@pytest.mark.parametrize(
+    "out, version",
+    [
+        ("containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b7193e4e490e9fbdc236c0e811ccaba3376\n", "v2.1.4"),
+        ("containerd containerd.io 1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da\n", "v1.7.27"),
+        ("containerd github.com/containerd/containerd 1.7.12\n", "v1.7.12"),
+        ("containerd github.com/containerd/containerd/v2 2.1.4+unknown \n", "v2.1.4"),
+        ("containerd github.com/containerd/containerd/v2 v2.2.0-rc.1 abc\n", "v2.2.0"),
+        ("something else\n", None),
+    ],
+)
+def test_containerd_version_as_each_package_prints_it(out, version):
+    assert G.containerd_version(out) == version
+
+
 def test_nvidia_smi_csv():
     csv = (
         "0, NVIDIA A100-SXM4-80GB, GPU-a, 81920, Enabled, Disabled, Disabled, 2\n"

@@ -151,3 +151,27 @@ def test_a_driver_containers_nvidia_smi_runs_in_its_root(tmp_path):
     facts = R.gather(params, run, None, lambda name, dirs: None)
     assert calls[0][:3] == ["chroot", str(tmp_path), "/usr/bin/nvidia-smi"]
     assert facts["driver"]["source"] is None and "nvidia-smi: not run" in facts["driver"]["error"]
+
+
+@needs_root
+def test_a_driver_roots_nvml_library_is_loaded_before_the_binding_reads(standin, devdir, tmp_path):
+    _gpus(devdir, 1)
+    lib = tmp_path / "root" / "usr" / "lib" / "x86_64-linux-gnu" / "libnvidia-ml.so.1"
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"")
+    loaded = []
+    params = {
+        "driver_root": str(tmp_path / "root"),
+        "containerd_config": str(tmp_path / "none.toml"),
+        "cdi_spec_dirs": [],
+        "kubelet_root": str(tmp_path / "kubelet"),
+    }
+    facts = R.gather(
+        params, lambda argv: (1, "", "not run"), standin, lambda name, dirs: None, lambda p: loaded.append(p) or True
+    )
+    assert loaded == [str(lib)]
+    assert facts["driver"]["library"] == str(lib) and len(facts["gpus"]) == 1
+
+
+def test_the_hosts_own_nvml_is_left_to_the_binding_under_root_slash(tmp_path):
+    assert R.nvml_library("/") is None and R.nvml_library(str(tmp_path)) is None
