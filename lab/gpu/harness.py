@@ -58,9 +58,18 @@ def gpu_present() -> tuple[bool, str]:
     return True, "NVIDIA driver present"
 
 
+def bundle_dir(given: Path | None = None) -> Path | None:
+    """The bundle to run from: the one given, else ``$GANGSCHED_GPU_BUNDLE`` (so that the tests run from one on a GPU
+    machine that cannot build), else None."""
+    env = os.environ.get("GANGSCHED_GPU_BUNDLE")
+    return Path(given) if given else Path(env) if env else None
+
+
 def ensure_built(log=print, from_bundle: Path | None = None) -> bundle.Pieces:
     """What the node runs: the binaries by name, the native pieces' directory and the device plugin's chart —
-    built into the cache (skipping what it has), or taken from a bundle (:mod:`lab.gpu.bundle`), building nothing."""
+    built into the cache (skipping what it has), or taken from a bundle (:mod:`lab.gpu.bundle`; ``from_bundle``,
+    else ``$GANGSCHED_GPU_BUNDLE``), building nothing."""
+    from_bundle = bundle_dir(from_bundle)
     if from_bundle is not None:
         try:
             return bundle.load(from_bundle, log=log)
@@ -81,8 +90,9 @@ def ansible_command(name: str) -> str:
     return found
 
 
-def node_info_command(base: Path, strategy: str, driver_root: str, containerd_config: str, cdi_dir: str,
-                      kubelet_root: str) -> dict:  # fmt: skip
+def node_info_command(
+    base: Path, strategy: str, driver_root: str, containerd_config: str, cdi_dir: str, kubelet_root: str
+) -> dict:
     """How the node runs ``gpu_node_info`` on itself, as a play on a GPU host would (ad hoc), with the collection
     where :func:`render_role` put it under ``base``."""
     args = {
@@ -92,19 +102,10 @@ def node_info_command(base: Path, strategy: str, driver_root: str, containerd_co
         "cdi_spec_dirs": [cdi_dir],
         "kubelet_root": kubelet_root,
     }
+    argv = [ansible_command("ansible"), "localhost", "-c", "local", "-i", "localhost,"]
+    argv += ["-m", "gangsched.kubeflow.gpu_node_info", "-a", json.dumps(args)]
     return {
-        "argv": [
-            ansible_command("ansible"),
-            "localhost",
-            "-c",
-            "local",
-            "-i",
-            "localhost,",
-            "-m",
-            "gangsched.kubeflow.gpu_node_info",
-            "-a",
-            json.dumps(args),
-        ],  # fmt: skip
+        "argv": argv,
         "env": {
             "ANSIBLE_COLLECTIONS_PATH": str(base / "collections"),
             # ad hoc's own stdout callback (minimal): "localhost | SUCCESS => {result}"; the json one is ansible.posix's
@@ -297,6 +298,7 @@ def run(
     """Run the node once; the result (also written to ``<out>/result.json``). ``from_bundle``: run from a bundle's
     binaries (:mod:`lab.gpu.bundle`) and build nothing; ``node_info``: run ``gpu_node_info`` on the node too."""
     t0 = time.monotonic()
+    from_bundle = bundle_dir(from_bundle)
     if os.geteuid() != 0:
         raise HarnessError("the GPU-node harness needs root (mount and PID namespaces, device nodes, cgroups)")
     for tool in ("unshare", "pivot_root", "mount") + (() if from_bundle else ("gcc",)):
