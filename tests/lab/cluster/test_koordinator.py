@@ -59,6 +59,22 @@ def _refused(core, ns: str, selector: str) -> int:
     )
 
 
+def _wait_refused(core, ns: str, selector: str, count: int) -> None:
+    """Until ``count`` pods are refused by koord-scheduler. A pod that reaches its scheduling queue before its gang
+    cache knows it is gated by Coscheduling's PreEnqueue ("not exists in gangCache") and, under load, may not be
+    tried again for minutes; an update of the pod runs PreEnqueue again, so the unbound pods are annotated once,
+    after a first wait, and must then be tried and refused by the scheduler itself."""
+    try:
+        kube.wait_for(lambda: _refused(core, ns, selector) == count, 20, f"{count} pod(s) refused")
+        return
+    except TimeoutError:
+        pass
+    for p in core.list_namespaced_pod(ns, label_selector=selector).items:
+        if not p.spec.node_name:
+            core.patch_namespaced_pod(p.metadata.name, ns, {"metadata": {"annotations": {"lab/requeue": "1"}}})
+    kube.wait_for(lambda: _refused(core, ns, selector) == count, 30, f"{count} pod(s) refused after a requeue")
+
+
 _ADDRS = {"0100007F": "127.0.0.1", "00000000": "0.0.0.0", "0" * 32: "::"}
 
 
@@ -97,7 +113,7 @@ def test_seed003_gang_waits_for_the_fifth_gpu_then_all_run(koord, api, core, ns,
     try:
         with kube.PodWatcher(koord, ns, "app=gang") as w:
             kube.apply(koord, scenarios.koord_gang(ns, "gang", 5, min_available=5))
-            kube.wait_for(lambda: _refused(core, ns, "app=gang") == 5, 30, "koord-scheduler to refuse all 5 pods")
+            _wait_refused(core, ns, "app=gang", 5)
             time.sleep(HOLD)
             s = w.snapshot()
             assert s.ever_bound() == set(), f"pods bound while the gang could not fit: {s.events}"
@@ -118,7 +134,7 @@ def test_min_available_1_starts_4_of_5(koord, core, ns):
         with kube.PodWatcher(koord, ns, "app=loose") as w:
             kube.apply(koord, scenarios.koord_gang(ns, "loose", 5, min_available=1))
             kube.wait_for(lambda: len(w.snapshot().running()) == 4, 30, "4 pods Running")
-            kube.wait_for(lambda: _refused(core, ns, "app=loose") == 1, 30, "the fifth pod refused")
+            _wait_refused(core, ns, "app=loose", 1)
             time.sleep(2)
             s = w.snapshot()
         assert len(s.running()) == 4, s.latest
