@@ -93,6 +93,7 @@ def write(dest: Path, pieces: Pieces, preset: int = 9, log=print) -> dict:
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()) and not (dest / MANIFEST).exists():
         raise BundleError(f"{dest} is a directory with other files in it; name a new or an earlier bundle's directory")
+    deps = dependency_collections()  # before the compression: a missing collection fails first
     dest.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     paths = {n: Path(pieces.binaries[n]) for n in BINARIES}
@@ -114,7 +115,6 @@ def write(dest: Path, pieces: Pieces, preset: int = 9, log=print) -> dict:
         shutil.rmtree(dest / sub, ignore_errors=True)
         shutil.copytree(src, dest / sub, ignore=shutil.ignore_patterns(".done"))
     shutil.rmtree(dest / "collections", ignore_errors=True)
-    deps = dependency_collections()
     for name, src in deps.items():
         shutil.copytree(src, dest / "collections" / "ansible_collections" / name.replace(".", "/"),
                         ignore=shutil.ignore_patterns("tests", "docs", "__pycache__"))  # fmt: skip
