@@ -11,7 +11,7 @@ import json
 import os
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _capacity,
     _flags,
     _manifests,
@@ -20,11 +20,11 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _operators,
     _rbac,
     _readiness,
-    _runtimes,
+    _trainer_runtimes,
     _webhooks,
     _workloads,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_rbac
 
 CONFIG_VOLUME = "gangsched-scheduler-config"
@@ -131,7 +131,7 @@ def trainer_runtime_gang(runtime, gang_scheduler, scheduler_name=None, schedule_
     if isinstance(schedule_timeout, str) and schedule_timeout.isdigit():
         schedule_timeout = int(schedule_timeout)
     try:
-        out, _changes = _runtimes.gang_runtime(
+        out, _changes = _trainer_runtimes.gang_runtime(
             runtime, gang_scheduler, scheduler_name or default, schedule_timeout, queue or None
         )
     except ValueError as e:

@@ -40,7 +40,7 @@ _raw:
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._charts import chart_meta
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._charts import chart_meta
 
 
 def chart_version(ref: str) -> str:

@@ -158,9 +158,9 @@ seconds:
   sample: 0.08
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module import cluster_entry, with_auth
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._ready import run
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._cluster_entry import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._component_ready import run
 
 
 def argument_spec() -> dict:

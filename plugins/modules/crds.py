@@ -96,9 +96,9 @@ diff:
   sample: {"before": "pytorchjobs.kubeflow.org: (none)\n", "after": "pytorchjobs.kubeflow.org: 3f1a...\n"}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module import cluster_entry, with_auth
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._crd_apply import run
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._cluster_entry import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._crds import run
 
 
 def argument_spec() -> dict:

@@ -155,8 +155,8 @@ diff:
   sample: {"before": "# Queue default\nspec:\n  weight: 1\n", "after": "# Queue default\nspec:\n  weight: 2\n"}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._cluster_entry import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._drift import run
 
 

@@ -143,9 +143,9 @@ polls:
   sample: 21
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module import cluster_entry, with_auth
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._flux import run
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._cluster_entry import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._flux_synced import run
 
 
 def argument_spec() -> dict:

@@ -251,9 +251,9 @@ partial_gangs:
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module import cluster_entry, with_auth
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._info import gather
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._cluster_entry import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._gang_info import gather
 
 
 def run(client, params: dict, check_mode: bool, warn) -> dict:

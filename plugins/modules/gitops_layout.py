@@ -189,9 +189,9 @@ import re
 import traceback
 
 from ansible.module_utils.basic import missing_required_lib
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _files, _gitops, _manifests
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._operators import DNS1123_LABEL
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _files, _gitops, _manifests
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._operators import DNS1123_LABEL
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
 
 try:
     import yaml

@@ -148,8 +148,8 @@ import os
 import shutil
 import subprocess
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._gpu_node import gather
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._gpu_node_info import gather
 
 try:
     import pynvml

@@ -186,8 +186,8 @@ import tempfile
 import traceback
 
 from ansible.module_utils.basic import missing_required_lib
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _files, _manifests
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _files, _manifests
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
 
 try:
     import yaml

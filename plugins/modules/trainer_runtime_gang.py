@@ -200,10 +200,10 @@ diff:
   sample: {"before": {}, "after": {"metadata": {"labels": {}, "annotations": {}}, "spec": {}}}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._podgroups import GANG_PATHS
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._execute import execute
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module import cluster_entry, with_auth
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._runtime_gang import run
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._podgroups import GANG_PATHS
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._cluster_entry import cluster_entry, with_auth
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._trainer_runtime_gang import run
 
 
 def argument_spec() -> dict:

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _operators
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _operators
 
 TRUTHY = ("true", "nvidia")
 

@@ -321,7 +321,7 @@ def test_least_privilege_audit(lab):
     """After site.yml: every ServiceAccount of the installed components is bound to no wildcard rule and
     to none of NEVER (SubjectAccessReview); the collection's own ClusterRoles hold exactly their table's
     rules, and each of those is allowed."""
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _rbac
     from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
     from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import Client
 

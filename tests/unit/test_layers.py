@@ -1,6 +1,6 @@
-"""The layers of plugins/module_utils as docs/architecture.md draws them: the domain files (the package's top) import
-only each other, k8s/ only the domain, smoke/ and runners/ the domain and k8s/ and never each other; every package
-holds an empty __init__.py (ansible-test's empty-init)."""
+"""The layers of plugins/module_utils as docs/architecture.md draws them: domain/ imports only itself, k8s/ only the
+domain, smoke/ and runners/ the domain and k8s/ and never each other; every package holds an empty __init__.py
+(ansible-test's empty-init)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,25 @@ import pytest
 
 UTILS = Path(__file__).resolve().parents[2] / "plugins" / "module_utils"
 BASE = "ansible_collections.gangsched.kubeflow.plugins.module_utils"
-MAY_IMPORT = {"": {""}, "k8s": {"", "k8s"}, "smoke": {"", "k8s", "smoke"}, "runners": {"", "k8s", "runners"}}
+MAY_IMPORT = {
+    "domain": {"domain"},
+    "k8s": {"domain", "k8s"},
+    "smoke": {"domain", "k8s", "smoke"},
+    "runners": {"domain", "k8s", "runners"},
+}
 
 
 def _layer_of(module: str) -> str:
-    """'' for a domain module, else its package: ...module_utils.k8s._client -> k8s."""
-    rest = module[len(BASE) + 1 :].split(".")
-    return rest[0] if len(rest) > 1 else ""
+    """The package of a module: ...module_utils.k8s._client -> k8s."""
+    return module[len(BASE) + 1 :].split(".")[0]
 
 
 def _imported(path: Path) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(BASE):
-            if node.module == BASE:
-                out += [f"{BASE}.{a.name}" for a in node.names]
+            if node.module[len(BASE) + 1 :] in MAY_IMPORT:  # from <package> import <its modules>
+                out += [f"{node.module}.{a.name}" for a in node.names]
             else:
                 out.append(node.module)
     return out
@@ -35,18 +39,17 @@ FILES = sorted(p for p in UTILS.rglob("*.py") if p.name != "__init__.py")
 
 
 def test_the_layers_are_the_packages_the_documentation_names():
-    assert {p.parent.name if p.parent != UTILS else "" for p in FILES} == set(MAY_IMPORT)
+    assert {p.relative_to(UTILS).parts[0] for p in FILES} == set(MAY_IMPORT)
     for pkg in MAY_IMPORT:
-        if pkg:
-            init = UTILS / pkg / "__init__.py"
-            assert init.exists() and init.read_text() == "", init
+        init = UTILS / pkg / "__init__.py"
+        assert init.exists() and init.read_text() == "", init
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(UTILS)))
 def test_a_file_imports_only_its_layer_and_those_below(path):
-    layer = path.parent.name if path.parent != UTILS else ""
+    layer = path.relative_to(UTILS).parts[0]
     wrong = [m for m in _imported(path) if _layer_of(m) not in MAY_IMPORT[layer]]
-    assert wrong == [], f"{path.relative_to(UTILS)} ({layer or 'domain'}) imports {wrong}"
+    assert wrong == [], f"{path.relative_to(UTILS)} ({layer}) imports {wrong}"
 
 
 RUNNERS = sorted(p for p in FILES if p.parent.name == "runners")

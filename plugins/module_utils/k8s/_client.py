@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _connect, _errors, _stream
 
 _VERBS = {"GET": "read", "POST": "create", "PUT": "replace", "PATCH": "patch", "DELETE": "delete"}

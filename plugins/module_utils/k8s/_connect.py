@@ -14,7 +14,7 @@ import threading
 import traceback
 from urllib.parse import urlsplit, urlunsplit
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _errors
 
 try:

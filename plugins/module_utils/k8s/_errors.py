@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import (
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import (
     ApiError,
     Conflict,
     Forbidden,

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _discovery, _operators, _rbac
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError, NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
+    _api,
+    _component_discovery,
+    _operators,
+    _rbac,
+)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError, NotFound
 
 FIELD_MANAGER = "gangsched.kubeflow"
 # a write refused with Conflict (someone else wrote in between) is redone on a fresh read this many times in all
@@ -148,18 +153,18 @@ def find_schedulers(client, deployments: list[dict] | None = None) -> list[dict]
     here), or as the kube-scheduler static pod (default mode)."""
     if deployments is None:
         deployments = list_deployments(client)
-    configs = {ref: configmap_value(client, *ref) for ref in _discovery.config_refs(deployments)}
-    found = _discovery.schedulers(deployments, configs)
+    configs = {ref: configmap_value(client, *ref) for ref in _component_discovery.config_refs(deployments)}
+    found = _component_discovery.schedulers(deployments, configs)
     # the default scheduler's static pod (mirror pods in kube-system)
     static = client.list(
         _api.path("Pod", "kube-system"), what="Pods in kube-system", labelSelector="component=kube-scheduler"
     )
-    return found + _discovery.static_pod_schedulers(static)
+    return found + _component_discovery.static_pod_schedulers(static)
 
 
 def find_operators(client, deployments: list[dict] | None = None) -> list[dict]:
     """Kubeflow operators running as Deployments (``deployments``: the list already read, else listed here)."""
-    return _discovery.operators(list_deployments(client) if deployments is None else deployments)
+    return _component_discovery.operators(list_deployments(client) if deployments is None else deployments)
 
 
 def allowed(client, ns: str, sa: str, c: tuple[str, str, str], namespace: str | None = None) -> bool:

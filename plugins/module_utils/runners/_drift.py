@@ -16,9 +16,9 @@ import binascii
 import gzip
 import json
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._charts import chart_meta
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._charts import chart_meta
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, GangError
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # its own manager: a dry run stores nothing, and no field of a real apply is ever under this name

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _operators, _rbac
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _operators, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
 VERIFY_SECONDS = 15  # the authorizer's RBAC cache follows a change within a second or two

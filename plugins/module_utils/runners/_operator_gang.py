@@ -6,7 +6,7 @@ dry-run it), wait, and report. Returns data; raises GangError. Not a public API.
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _flags,
     _images,
     _native,
@@ -14,7 +14,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _podgroups,
     _schedulers,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Conflict, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _waiter
 
 CONFLICT_RETRIES = _service.CONFLICT_RETRIES

@@ -7,8 +7,13 @@ verdict other than the expected one came about. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native, _podgroups, _schedulers, _workloads
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
+    _native,
+    _podgroups,
+    _schedulers,
+    _workloads,
+)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict
 

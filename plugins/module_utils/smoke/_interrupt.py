@@ -13,7 +13,7 @@ import signal
 import stat
 import sys
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 
 
 class Interrupted(GangError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _report, _verdict
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._diagnosis import (
     describe_scheduler,

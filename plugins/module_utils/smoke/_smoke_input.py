@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _api,
     _capacity,
     _native,
@@ -20,7 +20,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
     _trainjobs,
     _workloads,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
 # namespaces a smoke test does not run in unless allow_system_namespace (the schedulers' own namespaces

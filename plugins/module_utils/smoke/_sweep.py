@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _workloads
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Forbidden, NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Forbidden, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher
 
 

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _api,
     _native,
     _podgroups,
     _trainjobs,
     _workloads,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import (
+    ApiError,
+    Forbidden,
+    GangError,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import wait_pod_bound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict, _watch

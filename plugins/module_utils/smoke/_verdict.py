@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _native
 
 GANG_HELD_RUNNING = "gang_held_running"
 GANG_HELD_PENDING = "gang_held_pending"

@@ -8,13 +8,8 @@ function takes the trial (``_trial.Trial``) it watches for. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import (
-    _api,
-    _native,
-    _podgroups,
-    _trainjobs,
-)
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _native, _podgroups, _trainjobs
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._diagnosis import forbidden_podgroup_create

@@ -6,7 +6,7 @@ The other client's change survives and the flag is set exactly once."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Conflict, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Conflict, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import Client
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _operator_gang
 from kubernetes import client as k

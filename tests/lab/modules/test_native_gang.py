@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _native
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _native
 from ansible_run import playbook, run_module
 from kubernetes import client as k
 

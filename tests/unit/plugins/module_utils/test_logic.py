@@ -4,11 +4,15 @@ the partial-gang scan."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _rbac
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Forbidden, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _capacity as C
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import (
+    ApiError,
+    Forbidden,
+    GangError,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _waiter
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _sweep
 
 
@@ -318,9 +322,9 @@ def test_partial_gangs_scan():
         _gpod("a", "j2-0", "j2", "n3", t0),
         _gpod("a", "j2-1", "j2", "n4", t0),
     ]
-    out = _info.partial_gangs(pods, now, threshold=60)
+    out = _gang_info.partial_gangs(pods, now, threshold=60)
     assert [(g["gang"], g["gpus_held"], g["pending"]) for g in out] == [("a/j1", 2, ["j1-2"])]
-    assert _info.partial_gangs(pods, now, threshold=600) == []
+    assert _gang_info.partial_gangs(pods, now, threshold=600) == []
 
 
 def test_slim_objects_give_the_same_capacity_and_gangs():
@@ -339,8 +343,8 @@ def test_slim_objects_give_the_same_capacity_and_gangs():
     nodes = [_node("a", 2), _node("b", 4), _node("c", 4, ready=False), _node("d", 1, unschedulable=True)]
     slim_pods, slim_nodes = [C.slim_pod(p) for p in pods], [C.slim_node(n) for n in nodes]
     assert C.nodes_capacity(slim_nodes, slim_pods) == C.nodes_capacity(nodes, pods)
-    assert _info.partial_gangs(slim_pods, now, 60) == _info.partial_gangs(pods, now, 60) != []
-    assert [_info.gang_key(p) for p in slim_pods] == [_info.gang_key(p) for p in pods]
+    assert _gang_info.partial_gangs(slim_pods, now, 60) == _gang_info.partial_gangs(pods, now, 60) != []
+    assert [_gang_info.gang_key(p) for p in slim_pods] == [_gang_info.gang_key(p) for p in pods]
     assert slim_pods[-1]["metadata"]["annotations"] == {"scheduling.k8s.io/group-name": "g"}
     assert not any("managedFields" in p["metadata"] or "volumes" in p["spec"] for p in slim_pods)
 
@@ -457,7 +461,7 @@ def test_forbidden_podgroup_create_names_the_call_and_the_service_account():
 
 
 def test_conflict_attempts_back_off_and_give_up_naming_the_object(monkeypatch):
-    from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
     from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 
     slept: list[float] = []

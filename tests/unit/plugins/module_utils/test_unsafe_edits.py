@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _flags, _images, _operators, _rbac
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError, NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _flags, _images, _operators, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_rbac, _operator_gang
 
 F = "gang-scheduler-name"

@@ -1,7 +1,7 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A module's entry run in Ansible's worker (plugin_utils/_inprocess.run_entry) returns what the same entry
-returns as its own module process (_execute.execute): the same validation, messages, diff and no_log
+returns as its own module process (_module_main.execute): the same validation, messages, diff and no_log
 masking; its warnings in the result. The runner is a stub; the lab tests run the real modules both ways."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import json
 from collections import UserDict
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _execute, _module
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _cluster_entry, _module_main
 from ansible_collections.gangsched.kubeflow.plugins.plugin_utils import _inprocess
 
-from tests.unit.plugins.module_utils.k8s.test_module import module_args
+from tests.unit.plugins.module_utils.k8s.test_cluster_entry import module_args
 
 NAME = "gangsched.kubeflow.stub"
 SECRET = "s3cr3t-token-value"
@@ -31,19 +31,19 @@ def runner(client, params, check_mode, warn):
 
 
 def entry():
-    spec = _module.with_auth(n=dict(type="int", default=1), words=dict(type="list", elements="str", default=[]))
-    return _module.cluster_entry(spec, runner, {"n": 0}, mutually_exclusive=[("n", "words")])
+    spec = _cluster_entry.with_auth(n=dict(type="int", default=1), words=dict(type="list", elements="str", default=[]))
+    return _cluster_entry.cluster_entry(spec, runner, {"n": 0}, mutually_exclusive=[("n", "words")])
 
 
 @pytest.fixture(autouse=True)
 def no_client(monkeypatch):
-    monkeypatch.setattr(_module.Client, "from_params", classmethod(lambda cls, p: object()))
+    monkeypatch.setattr(_cluster_entry.Client, "from_params", classmethod(lambda cls, p: object()))
 
 
 def as_module(capsys, args: dict, check_mode: bool = False, diff: bool = False) -> dict:
     full = {**args, "_ansible_check_mode": check_mode, "_ansible_diff": diff, "_ansible_module_name": NAME}
     with module_args(full), pytest.raises(SystemExit):
-        _execute.execute(entry())
+        _module_main.execute(entry())
     return json.loads(capsys.readouterr().out)
 
 

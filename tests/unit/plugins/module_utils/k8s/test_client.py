@@ -11,7 +11,7 @@ import types
 import kubernetes
 import pytest
 import urllib3
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError, Conflict, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, Conflict, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client, _stream
 
 

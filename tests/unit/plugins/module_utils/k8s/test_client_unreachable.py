@@ -23,7 +23,7 @@ import time
 import kubernetes
 import pytest
 import yaml
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client, _connect
 from ansible_run import run_module
 from cryptography import x509

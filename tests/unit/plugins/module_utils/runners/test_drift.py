@@ -12,7 +12,7 @@ import json
 import tarfile
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import ApiError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _drift
 
 DISCOVERY = {

@@ -4,8 +4,8 @@ at once and is named with Flux's message, the cause before the stages waiting on
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import NotFound
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _flux
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _flux_synced
 
 SHA = "3f2c1a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"
 OLD = "0" * 40
@@ -78,7 +78,7 @@ def params(**over):
 
 def run(cluster, **over):
     clock = Clock()
-    return _flux.run(cluster, params(**over), False, None, clock=clock, sleep=clock.sleep)
+    return _flux_synced.run(cluster, params(**over), False, None, clock=clock, sleep=clock.sleep)
 
 
 def test_synced_once_every_stage_applied_the_commit_and_is_ready():
@@ -184,7 +184,7 @@ def test_flux_not_installed():
     [(SHA, SHA), (f"main@sha1:{SHA}", SHA), (SHA[:7].upper(), SHA[:7].lower()), ("main", None), ("abc", None)],
 )
 def test_revision_forms(revision, sha):
-    assert _flux.wanted_sha(revision) == sha
+    assert _flux_synced.wanted_sha(revision) == sha
 
 
 def test_an_abbreviated_commit_matches():

@@ -6,8 +6,8 @@ with the reason of the path or of the workload, before anything is read."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _podgroups
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _podgroups
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _smoke_input
 
 WORKLOADS = ("pods", "job", "pytorchjob", "tfjob", "mpijob", "trainjob")

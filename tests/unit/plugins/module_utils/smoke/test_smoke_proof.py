@@ -13,10 +13,10 @@ import time
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slots
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _api, _trainjobs, _workloads
-from ansible_collections.gangsched.kubeflow.plugins.module_utils import _capacity as C
-from ansible_collections.gangsched.kubeflow.plugins.module_utils._exceptions import Forbidden, GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _info
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _trainjobs, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _capacity as C
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Forbidden, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis, _smoke, _sweep, _trial, _watch
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict as V
 
@@ -397,7 +397,7 @@ def _pending(name, scheduler="volcano", age=120, scheduled=None):
 
 
 def test_a_ready_scheduler_that_looks_at_no_pod_is_a_problem_with_a_fix():
-    probs = _info.stalled([_pending("a"), _pending("b", age=90)], [_sched(["volcano"])], [], NOW, 60)
+    probs = _gang_info.stalled([_pending("a"), _pending("b", age=90)], [_sched(["volcano"])], [], NOW, 60)
     assert len(probs) == 1
     assert "Deployment volcano-system/vc-scheduler is Ready but makes no progress" in probs[0]["message"]
     assert "2 Pending pod(s)" in probs[0]["message"] and "team/a" in probs[0]["message"]
@@ -415,11 +415,11 @@ def test_a_ready_scheduler_that_looks_at_no_pod_is_a_problem_with_a_fix():
     ids=["young", "looked-at", "other-scheduler", "bound"],
 )
 def test_no_progress_problem_only_for_pods_no_scheduler_looked_at_long_enough(pods):
-    assert _info.stalled(pods, [_sched(["volcano"])], [], NOW, 60) == []
+    assert _gang_info.stalled(pods, [_sched(["volcano"])], [], NOW, 60) == []
 
 
 def test_pods_naming_a_scheduler_nobody_serves_are_a_problem():
-    probs = _info.stalled([_pending("a")], [_sched(["other"])], [], NOW, 60)
+    probs = _gang_info.stalled([_pending("a")], [_sched(["other"])], [], NOW, 60)
     assert len(probs) == 1 and "name scheduler 'volcano', which no running scheduler serves" in probs[0]["message"]
     assert "serves other" in probs[0]["message"]
 
@@ -436,17 +436,17 @@ def test_volcano_serving_another_name_than_the_operators_flag_is_a_problem():
         }
     ]
     crds = {"podgroups.scheduling.volcano.sh": {"established": True}}
-    probs = _info.problems(FakeClient(), ops, [_sched(["other"])], crds, [])
+    probs = _gang_info.problems(FakeClient(), ops, [_sched(["other"])], crds, [])
     msgs = [p["message"] for p in probs]
     assert any("--gang-scheduler-name=volcano names no scheduler" in m and "serves other" in m for m in msgs), msgs
-    assert _info.problems(FakeClient(), ops, [_sched(["volcano"])], crds, []) == []
+    assert _gang_info.problems(FakeClient(), ops, [_sched(["volcano"])], crds, []) == []
 
 
 def test_volcano_serving_only_another_name_is_a_problem_without_any_operator():
-    probs = _info.problems(FakeClient(), [], [_sched(["lab-other"])], {}, [])
+    probs = _gang_info.problems(FakeClient(), [], [_sched(["lab-other"])], {}, [])
     assert [p["object"] for p in probs] == ["Deployment volcano-system/vc-scheduler"]
     assert "serves only lab-other (--scheduler-name), not 'volcano'" in probs[0]["message"]
-    assert _info.problems(FakeClient(), [], [_sched(["lab-other", "volcano"])], {}, []) == []
+    assert _gang_info.problems(FakeClient(), [], [_sched(["lab-other", "volcano"])], {}, []) == []
 
 
 class _Clock:
@@ -506,7 +506,7 @@ def test_an_operator_flag_naming_koord_scheduler_is_a_problem_with_the_label_rou
         }
     ]
     koord = {**_sched(["koord-scheduler"], ns="koordinator-system", name="koord-scheduler"), "kind": "koordinator"}
-    probs = _info.problems(FakeClient(), ops, [koord], {}, [])
+    probs = _gang_info.problems(FakeClient(), ops, [koord], {}, [])
     assert len(probs) == 1, probs
     assert "koord-scheduler, which ignores the PodGroups" in probs[0]["message"]
     assert "starts partially" in probs[0]["message"] and "label_gang" in probs[0]["fix"]
@@ -526,7 +526,7 @@ def test_a_koord_scheduler_that_cannot_gang_schedule_is_a_problem():
         def get_or_none(self, path, what=""):
             return None if "koordinator.sh" in path else super().get_or_none(path, what)
 
-    probs = _info.koordinator_problems(NoKoordinatorCrds(), [koord], "v1.33.5")
+    probs = _gang_info.koordinator_problems(NoKoordinatorCrds(), [koord], "v1.33.5")
     msgs = [p["message"] for p in probs]
     assert any(
         "reservations.scheduling.koordinator.sh, devices.scheduling.koordinator.sh" in m and "does not start" in m
@@ -534,7 +534,7 @@ def test_a_koord_scheduler_that_cannot_gang_schedule_is_a_problem():
     ), msgs
     assert any("binds no gang member" in m for m in msgs), msgs
     assert all(p["object"] == "Deployment koordinator-system/koord-scheduler" and p["fix"] for p in probs)
-    assert _info.koordinator_problems(FakeClient(), [_sched(["volcano"])], "v1.33.5") == []
+    assert _gang_info.koordinator_problems(FakeClient(), [_sched(["volcano"])], "v1.33.5") == []
 
 
 # ---- workload trainjob ------------------------------------------------------------------------------

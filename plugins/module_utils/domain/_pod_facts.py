@@ -1,0 +1,191 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: what gang_info learns from the pods, folded one pod at a time as a
+cluster-wide scan decodes them, so that its memory grows with the nodes and the gangs, never with the
+pods: the GPUs requested per node, each gang's bound and waiting members (the partial gangs), the
+Pending pods no scheduler has looked at (per schedulerName: how many, and the three that waited
+longest), and when Trainer's controller pods started. Pure: no I/O. Not a public API."""
+
+from __future__ import annotations
+
+import datetime
+import heapq
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
+    _capacity,
+    _component_discovery,
+    _podgroups,
+)
+
+# where a pod names its gang: its PodGroup (each scheduler's way), else its Kubeflow job or a smoke run's gang
+GANG_KEYS = (
+    *_podgroups.member_keys(),
+    ("label", "training.kubeflow.org/job-name"),
+    ("label", "gangsched.kubeflow/gang"),
+)
+TERMINAL = ("Succeeded", "Failed")
+EXAMPLES = 3  # the longest-waiting pods a no-progress problem names
+
+
+def timestamp(s: str | None) -> float | None:
+    """An object's time as the API writes it ('2025-06-01T10:00:00Z') in seconds since the epoch."""
+    if not s:
+        return None
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def gang_key(pod: dict) -> str | None:
+    """'namespace/gang' of the gang a pod belongs to (its native PodGroup, else ``GANG_KEYS``, first found), else
+    None."""
+    meta = pod.get("metadata") or {}
+    native = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+    if native:  # kube-scheduler's own gang (spec.schedulingGroup)
+        return f"{meta.get('namespace')}/{native}"
+    for where, key in GANG_KEYS:
+        v = (meta.get("annotations" if where == "annotation" else "labels") or {}).get(key)
+        if v:
+            return f"{meta.get('namespace')}/{v}"
+    return None
+
+
+class _Gang:
+    """One gang's members so far: the names of those bound and of those waiting past the threshold
+    (a partial gang lists them all), the GPUs the bound hold, their nodes, the longest wait."""
+
+    __slots__ = ("bound", "held", "nodes", "pending", "longest")
+
+    def __init__(self):
+        self.bound: list[str] = []
+        self.held = 0
+        self.nodes: set[str] = set()
+        self.pending: list[str] = []
+        self.longest = 0.0
+
+
+class PodFold:
+    """gang_info's facts about the pods, fed one pod at a time (``add``; the fold itself is a scan's
+    ``keep``: it keeps nothing of the pod and returns None).
+
+    ``now`` and ``threshold``: how long (s) an unbound pod must have waited to count (as in
+    ``partial_gangs`` and the no-progress problems); ``trainers``: Trainer's controllers
+    (``_component_discovery.trainers``), whose pods' start is kept. The facts read the same as the list-based
+    maths over the same pods in the same order (sums of quantities included). A quantity or a time that
+    does not parse is raised when the facts are read, not while the scan decodes (where it would pass
+    for a broken response and be read again)."""
+
+    def __init__(self, now: float, threshold: float, trainers: list[dict] | tuple = ()):
+        self.now, self.threshold = now, threshold
+        deps = [(t["deployment"], t["container"]["name"]) for t in trainers]
+        self._trainers = [(d["metadata"]["namespace"], (d.get("spec") or {}).get("selector"), c) for d, c in deps]
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget every pod folded so far: a scan whose response broke off decodes the list again from
+        its first item (``_client.Client.scan`` calls this before each attempt)."""
+        self._requested: dict[str, float] = {}
+        self._gangs: dict[str, _Gang] = {}
+        self._waiting: dict[str, list] = {}  # schedulerName -> [count, min-heap of the longest (age, 'ns/name')]
+        self._started: list[str | None] = [None] * len(self._trainers)
+        self._error: ValueError | None = None
+
+    def __call__(self, pod: dict) -> None:
+        self.add(pod)
+
+    def add(self, pod: dict) -> None:
+        if self._error is not None:
+            return
+        try:
+            self._add(pod)
+        except ValueError as e:
+            self._error = e
+
+    def _add(self, pod: dict) -> None:
+        md, spec, st = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+        for i, (ns, selector, container) in enumerate(self._trainers):
+            if md.get("namespace") == ns and _component_discovery.selects(selector, md.get("labels")):
+                t = _component_discovery.pod_started(pod, container)
+                if t and (self._started[i] is None or t < self._started[i]):
+                    self._started[i] = t
+        if st.get("phase") in TERMINAL:
+            return  # holds no GPU, no longer a gang member, not waiting
+        node = spec.get("nodeName")
+        age = None
+        if node:
+            req = _capacity.pod_request(pod)
+            self._requested[node] = self._requested.get(node, 0.0) + req
+        elif not md.get("deletionTimestamp") and st.get("phase", "Pending") == "Pending":
+            if not any(c.get("type") == "PodScheduled" for c in st.get("conditions") or []):
+                age = self.now - (timestamp(md.get("creationTimestamp")) or self.now)
+                if age >= self.threshold:  # no scheduler looked at it (bound it, or wrote why it cannot)
+                    w = self._waiting.setdefault(spec.get("schedulerName") or "default-scheduler", [0, []])
+                    w[0] += 1
+                    item = (age, f"{md.get('namespace')}/{md.get('name')}")
+                    (heapq.heappush if len(w[1]) < EXAMPLES else heapq.heappushpop)(w[1], item)
+        key = gang_key(pod)
+        if not key:
+            return
+        g = self._gangs.get(key)
+        if g is None:
+            g = self._gangs[key] = _Gang()
+        if node:
+            g.bound.append(md.get("name"))
+            g.held += req
+            g.nodes.add(node)
+            return
+        if age is None:
+            age = self.now - (timestamp(md.get("creationTimestamp")) or self.now)
+        if age >= self.threshold:
+            g.pending.append(md.get("name"))
+            g.longest = max(g.longest, age)
+
+    def add_all(self, pods) -> PodFold:
+        for p in pods:
+            self.add(p)
+        return self
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def requested(self) -> dict[str, float]:
+        """Node name -> the GPUs its bound, non-terminal pods request."""
+        self._check()
+        return dict(self._requested)
+
+    def nodes_capacity(self, nodes: list[dict]) -> list[dict]:
+        """``_capacity.nodes_capacity`` of ``nodes`` and the pods folded."""
+        return _capacity.capacity_per_node(nodes, self.requested())
+
+    def partial_gangs(self) -> list[dict]:
+        """Gangs with members bound and others unbound for the threshold or longer, by gang."""
+        self._check()
+        return [
+            {
+                "gang": key,
+                "bound": sorted(g.bound),
+                "pending": sorted(g.pending),
+                "gpus_held": _capacity.num(g.held),
+                "nodes": sorted(g.nodes),
+                "pending_for_seconds": int(g.longest),
+            }
+            for key, g in sorted(self._gangs.items())
+            if g.bound and g.pending
+        ]
+
+    def waiting(self) -> dict[str, tuple[int, list[tuple[float, str]]]]:
+        """schedulerName -> (how many Pending pods no scheduler looked at for the threshold or longer,
+        the ``EXAMPLES`` that waited longest as (age s, 'namespace/name'), longest first)."""
+        self._check()
+        return {name: (n, sorted(top, reverse=True)) for name, (n, top) in sorted(self._waiting.items())}
+
+    def started(self) -> list[str | None]:
+        """Per Trainer controller (in ``trainers`` order): ``_component_discovery.deployment_started`` of its
+        Deployment's pods."""
+        self._check()
+        return list(self._started)
+
+
+def fold(pods, now: float, threshold: float, trainers: list[dict] | tuple = ()) -> PodFold:
+    """A ``PodFold`` of a list of pods."""
+    return PodFold(now, threshold, trainers).add_all(pods)

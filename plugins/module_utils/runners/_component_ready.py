@@ -1,0 +1,117 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: what component_ready does — one read of each object a component
+brings (CRDs, Deployments, DaemonSets, Services' endpoints, admission webhook configurations), then, for those not ready
+yet, reads again once a second until they are or the timeout passes. Not a public API."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._readiness import (
+    ca_injected,
+    daemonset_ready,
+    endpoint_ready,
+    established,
+)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import rollout_complete
+
+
+def rolled_out(obj: dict) -> str | None:
+    """Like `kubectl rollout status`: every replica of the current spec updated and available, none old left."""
+    done, why = rollout_complete(obj)
+    return None if done else why
+
+
+def _one(kind: str):
+    return lambda client, label, ns, name: client.get_or_none(_api.path(kind, ns, name), label)
+
+
+def _slices(client, label, ns, name):
+    path = _api.path("EndpointSlice", ns)
+    return client.list_or_empty(path, f"EndpointSlices of {label}", labelSelector=f"kubernetes.io/service-name={name}")
+
+
+# option: (kind, read(client, label, namespace, name) -> the object or None, readiness, namespaced)
+KINDS = {
+    "crds": (
+        "CustomResourceDefinition",
+        _one("CustomResourceDefinition"),
+        established,
+        False,
+    ),
+    "deployments": ("Deployment", _one("Deployment"), rolled_out, True),
+    "daemonsets": ("DaemonSet", _one("DaemonSet"), daemonset_ready, True),
+    "services": ("Service", _slices, endpoint_ready, True),
+    "mutating_webhook_configurations": (
+        "MutatingWebhookConfiguration",
+        _one("MutatingWebhookConfiguration"),
+        ca_injected,
+        False,
+    ),
+    "validating_webhook_configurations": (
+        "ValidatingWebhookConfiguration",
+        _one("ValidatingWebhookConfiguration"),
+        ca_injected,
+        False,
+    ),
+}
+NAMESPACED = tuple(o for o, (_k, _r, _c, namespaced) in KINDS.items() if namespaced)
+
+
+def targets(params: dict) -> list[tuple[str, object, object]]:
+    """(``Kind namespace/name``, read() of it, readiness) of every object the options name, in option order."""
+    out = []
+    for option, (kind, read, ready, namespaced) in KINDS.items():
+        for name in params.get(option) or []:
+            ns = params.get("namespace") if namespaced else None
+            label = f"{kind} {ns}/{name}" if namespaced else f"{kind} {name}"
+            out.append((label, lambda client, r=read, lb=label, n=ns, nm=name: r(client, lb, n, nm), ready))
+    return out
+
+
+def _read(client, todo, seen: dict):
+    """(target, why not ready) of those in ``todo`` that are not ready now; ``seen`` gets each one's read, by label."""
+    left = []
+    for target in todo:
+        label, read, ready = target
+        obj = seen[label] = read(client)
+        why = "not found" if obj is None else ready(obj)
+        if why:
+            left.append((target, why))
+    return left
+
+
+def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, sleep=time.sleep) -> dict:
+    todo = targets(params)
+    if any(o in NAMESPACED and params.get(o) for o in KINDS) and not params.get("namespace"):
+        need = "namespace is required with deployments, daemonsets or services; set it to theirs"
+        return {"changed": False, "_failed": need}
+    t0 = clock()
+    seen: dict = {}
+    left = _read(client, todo, seen)
+    not_ready_at_first = [t[0] for t, _why in left]
+    timeout = params["wait_timeout"]
+    while left and params["wait"] and clock() - t0 < timeout:
+        sleep(min(1.0, max(0.0, timeout - (clock() - t0))))
+        left = _read(client, [t for t, _why in left], seen)
+    waiting = {t[0] for t, _why in left}
+    result = {
+        "changed": False,
+        "ready": [label for label, _p, _r in todo if label not in waiting],
+        "not_ready": [{"object": t[0], "why": why} for t, why in left],
+        "waited_for": not_ready_at_first if params["wait"] else [],
+        "seconds": round(clock() - t0, 2),
+    }
+    if params.get("return_objects"):
+        # a Service's read is its EndpointSlices (a list), not the Service: only objects proper are returned
+        result["objects"] = [seen[label] for label, _p, _r in todo if isinstance(seen[label], dict)]
+    if left and params["wait"]:
+        result["_failed"] = (
+            f"Timed out after {timeout}s waiting for "
+            + "; ".join(f"{t[0]}: {why}" for t, why in left)
+            + ". Check those objects and their pods (kubectl describe), or raise wait_timeout"
+        )
+    return result

@@ -1,0 +1,73 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: the runner of the crds module. One list of the owner's CRDs; the files whose
+stamp is not among theirs are parsed, sent as a server-side dry run all of them first (so a CRD the API server
+refuses changes nothing), then applied, then waited for until Established. Not a public API."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _crd_stamps
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+
+PATH = _api.path("CustomResourceDefinition")
+
+
+def _apply(client, crd: dict, dry_run: bool) -> None:
+    name = crd["metadata"]["name"]
+    what = f"CustomResourceDefinition {name}"
+    client.apply(f"{PATH}/{name}", crd, _service.FIELD_MANAGER, what=what, dry_run=dry_run)
+
+
+def _wait(client, names: list[str], timeout: int, clock, sleep) -> list[str]:
+    """Reads each CRD until Established, once a second, for ``timeout`` s; those that are not at the end."""
+    deadline = clock() + timeout
+    left = list(names)
+    while True:
+        left = [n for n in left if not _service.crd_established(_service.crd(client, n))]
+        if not left or clock() >= deadline:
+            return left
+        sleep(min(1.0, max(0.0, deadline - clock())))
+
+
+def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, sleep=time.sleep) -> dict:
+    owner, files = params["owner"], params["files"]
+    live = client.list(
+        PATH, f"CustomResourceDefinitions of {owner}", labelSelector=f"{_crd_stamps.OWNER_LABEL}={owner}"
+    )
+    todo = _crd_stamps.pending(files, _crd_stamps.applied_stamps(live), params["force"])
+    crds = [
+        _crd_stamps.stamped(c, owner, _crd_stamps.stamp(files[f]))
+        for f in todo
+        for c in _crd_stamps.crds_of(f, files[f])
+    ]
+    names = [c["metadata"]["name"] for c in crds]
+    for c in crds:  # every one first as a dry run: a refused CRD leaves the cluster as it was
+        _apply(client, c, dry_run=True)
+    if not check_mode:
+        for c in crds:
+            _apply(client, c, dry_run=False)
+    was = {o["metadata"]["name"]: (o["metadata"].get("annotations") or {}).get(_crd_stamps.STAMP) for o in live}
+    now = {c["metadata"]["name"]: c["metadata"]["annotations"][_crd_stamps.STAMP] for c in crds}
+    result = {
+        "changed": bool(crds),
+        "applied": names,
+        "files_applied": todo,
+        "files_unchanged": sorted(set(files) - set(todo)),
+        "_diff": {
+            "before": "".join(f"{n}: {was.get(n) or '(none)'}\n" for n in names),
+            "after": "".join(f"{n}: {now[n]}\n" for n in names),
+        },
+    }
+    if check_mode or not names or params["wait_timeout"] == 0:
+        return result
+    late = _wait(client, names, params["wait_timeout"], clock, sleep)
+    if late:
+        result["_failed"] = (
+            f"applied, but not Established within wait_timeout={params['wait_timeout']}s: "
+            + ", ".join(f"CustomResourceDefinition {n}" for n in late)
+            + "; read their status.conditions (kubectl get crd NAME -o yaml) for why, or raise wait_timeout"
+        )
+    return result

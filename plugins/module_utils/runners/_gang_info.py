@@ -1,0 +1,388 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: the facts gang_info gathers (read-only) and the problems it spots.
+Not a public API."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
+    _api,
+    _capacity,
+    _component_discovery,
+    _flags,
+    _gpu_node_facts,
+    _images,
+    _operators,
+    _pod_facts,
+    _podgroups,
+    _readiness,
+    _schedulers,
+)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info_native, _gang_info_trainer
+
+DEVICE_PLUGIN_IMAGES = {"k8s-device-plugin": "nvidia-device-plugin", "gpu-operator": "gpu-operator"}
+# The k8s-device-plugin image also runs these helpers, which advertise no GPU (the chart's MPS control
+# daemon and GPU feature discovery): not device plugins
+DEVICE_PLUGIN_HELPERS = ("mps-control-daemon", "gpu-feature-discovery")
+# where a pod names its gang (the fold's; here for the callers that read it from this module)
+GANG_KEYS = _pod_facts.GANG_KEYS
+gang_key = _pod_facts.gang_key
+
+
+def partial_gangs(pods: list[dict], now: float, threshold: float) -> list[dict]:
+    """Gangs (PodGroups or Kubeflow jobs) with members bound and others unbound longer than threshold
+    (``gather`` folds them as the scan decodes the pods: ``_pod_facts.PodFold``)."""
+    return _pod_facts.fold(pods, now, threshold).partial_gangs()
+
+
+def operator_facts(client, found: list[dict]) -> list[dict]:
+    out = []
+    for f in found:
+        op, dep, c = f["operator"], f["deployment"], f["container"]
+        spec = _operators.OPERATORS[op]
+        hits = _flags.find(c.get("command"), c.get("args"), spec["flag"], spec["boolean"])
+        value = None
+        if hits:
+            value = hits[-1].value if hits[-1].value is not None else ("true" if spec["boolean"] else None)
+        st = dep.get("status") or {}
+        out.append(
+            {
+                "operator": op,
+                "deployment": f"{dep['metadata']['namespace']}/{dep['metadata']['name']}",
+                "container": c["name"],
+                "image": c.get("image"),
+                "gang_flag": spec["flag"],
+                "gang_value": value,
+                "flag_occurrences": len(hits),
+                "ready": (st.get("readyReplicas") or 0) > 0,
+                "_container": c,
+            }
+        )
+    return out
+
+
+def webhooks_without_endpoints(client) -> list[dict]:
+    """failurePolicy: Fail admission webhooks whose Service has no ready endpoint: every request they
+    match is refused (a cluster-wide outage when they match pods)."""
+    out, ready = [], {}
+    for kind in ("Validating", "Mutating"):
+        path = _api.path(f"{kind}WebhookConfiguration")
+        for cfg in client.list(path, what=f"{kind}WebhookConfigurations"):
+            for w in cfg.get("webhooks") or []:
+                svc = (w.get("clientConfig") or {}).get("service")
+                if not svc or w.get("failurePolicy", "Fail") != "Fail":
+                    continue
+                key = f"{svc['namespace']}/{svc['name']}"
+                if key not in ready:
+                    slices = client.list(
+                        _api.path("EndpointSlice", svc["namespace"]),
+                        what=f"EndpointSlices of Service {key}",
+                        labelSelector=f"kubernetes.io/service-name={svc['name']}",
+                    )
+                    ready[key] = _readiness.endpoint_ready(slices) is None
+                if not ready[key]:
+                    rules = sorted({r for rule in w.get("rules") or [] for r in rule.get("resources") or []})
+                    out.append(
+                        {
+                            "configuration": f"{kind}WebhookConfiguration {cfg['metadata']['name']}",
+                            "webhook": w["name"],
+                            "service": key,
+                            "resources": rules,
+                        }
+                    )
+    return out
+
+
+def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugins: list[dict]) -> list[dict]:
+    out = []
+
+    def add(obj, msg, fix):
+        out.append({"object": obj, "message": msg, "fix": fix})
+
+    for w in webhooks_without_endpoints(client):
+        add(
+            w["configuration"],
+            f"webhook {w['webhook']} calls Service {w['service']}, which has no ready endpoint: with "
+            f"failurePolicy Fail every request for {', '.join(w['resources']) or 'what it matches'} is refused",
+            f"bring the pods behind Service {w['service']} back to Ready, or delete the configuration "
+            "if its component was removed",
+        )
+
+    running_names = {n for s in schedulers if s["ready"] for n in s["gang_profiles"]}
+    koord_profiles = {n for s in schedulers if s["kind"] == "koordinator" for n in s["gang_profiles"]}
+    sp_profiles = sorted({n for s in schedulers if s["kind"] == "scheduler_plugins" for n in s["gang_profiles"]})
+    for o in ops:
+        v, obj = o["gang_value"], f"Deployment {o['deployment']}"
+        if o["flag_occurrences"] > 1:
+            add(
+                obj,
+                f"--{o['gang_flag']} appears {o['flag_occurrences']} times (the last one wins)",
+                "run gangsched.kubeflow.operator_gang to collapse it to one",
+            )
+        if not v or o["operator"] == "tf_operator":
+            continue
+        if v in koord_profiles:
+            add(
+                obj,
+                f"--{o['gang_flag']}={v} points the operator's gangs at koord-scheduler, which ignores the PodGroups "
+                "the operator creates: a job that does not fit starts partially (some pods Running, the rest "
+                "Pending, GPUs held)",
+                "remove the flag (gangsched.kubeflow.operator_gang with gang_scheduler=none) and gang the jobs by the "
+                f"labels pod-group.scheduling.sigs.k8s.io/name and /min-available with schedulerName {v} "
+                "(filter gangsched.kubeflow.label_gang)",
+            )
+            continue
+        gang = _operators.podgroup_scheduler(v)
+        crd = _podgroups.crd_name(gang)
+        if not crds.get(crd, {}).get("established"):
+            add(
+                obj,
+                f"--{o['gang_flag']}={v} needs CustomResourceDefinition {crd}, which is missing",
+                f"install {gang.replace('_', '-')} with its CRDs",
+            )
+        volcanos = [s for s in schedulers if s["kind"] == "volcano" and s["ready"]]
+        if gang == "volcano" and not volcanos:
+            add(obj, f"--{o['gang_flag']}=volcano but no Volcano scheduler is running", "install Volcano")
+        elif gang == "volcano" and not any("volcano" in s["scheduler_names"] for s in volcanos):
+            where = "; ".join(
+                f"Deployment {s['namespace']}/{s['name']} serves {', '.join(s['scheduler_names'])}" for s in volcanos
+            )
+            add(
+                obj,
+                f"--{o['gang_flag']}=volcano names no scheduler: the running Volcano scheduler ({where}, from its "
+                "--scheduler-name) does not serve 'volcano'; members would stay Pending forever, unseen",
+                "remove --scheduler-name from the Volcano scheduler's args (it then serves volcano), or add "
+                "--scheduler-name=volcano",
+            )
+        elif gang == "scheduler_plugins" and v not in running_names:
+            if v == "scheduler-plugins" and sp_profiles:
+                add(
+                    obj,
+                    f"--{o['gang_flag']}=scheduler-plugins names no scheduler: the running Coscheduling "
+                    f"profile is {', '.join(sp_profiles)}; members would stay Pending forever",
+                    "run gangsched.kubeflow.operator_gang with gang_scheduler=scheduler_plugins "
+                    f"(derives {sp_profiles[0]})",
+                )
+            else:
+                add(
+                    obj,
+                    f"--{o['gang_flag']}={v} names a scheduler that is not running",
+                    f"deploy a Coscheduling profile named {v}, or fix the flag with gangsched.kubeflow.operator_gang",
+                )
+        clash = _service.mpijob_clash(client, o["operator"], o["_container"])
+        if clash:
+            add(obj, clash, "add --enable-scheme for each job kind except mpijob")
+    volcanos = [s for s in schedulers if s["kind"] == "volcano" and s["ready"]]
+    if (
+        volcanos
+        and not any("volcano" in s["scheduler_names"] for s in volcanos)
+        and not any(o["gang_value"] == "volcano" for o in ops)
+    ):
+        # no operator points at it yet: the Kubeflow operators' Volcano gangs would still be unseen
+        for s in volcanos:
+            add(
+                f"Deployment {s['namespace']}/{s['name']}",
+                f"the Volcano scheduler serves only {', '.join(s['scheduler_names'])} (--scheduler-name), not "
+                "'volcano': the pods of Kubeflow jobs gang-scheduled by Volcano (schedulerName volcano) would "
+                "stay Pending, unseen, while it reports Ready",
+                "remove --scheduler-name from its args (it then serves volcano), or add --scheduler-name=volcano",
+            )
+    if len(plugins) > 1:
+        add(
+            ", ".join(p["daemonset"] for p in plugins),
+            f"{len(plugins)} GPU device plugin DaemonSets run side by side; they fight over nvidia.com/gpu",
+            "keep one: the GPU Operator's, or the standalone device plugin",
+        )
+    for s in schedulers:
+        if s["kind"] == "kube_batch":
+            add(
+                f"{s['source']} {s['namespace']}/{s['name']}",
+                "kube-batch is archived and does not run on current Kubernetes",
+                "move to Volcano (gangsched.kubeflow.volcano)",
+            )
+    return out
+
+
+def koordinator_problems(client, schedulers: list[dict], kube_version: str | None) -> list[dict]:
+    """koord-scheduler set up so that it cannot gang-schedule: a CRD it needs at start missing, or a
+    version that binds no gang member here. The CRDs are read only when a koord-scheduler is found."""
+    koords = [s for s in schedulers if s["kind"] == "koordinator"]
+    if not koords:
+        return []
+    missing = [n for n in _schedulers.KOORDINATOR_CRDS if not _service.crd_established(_service.crd(client, n))]
+    out = []
+    for s in koords:
+        obj = f"{s['source']} {s['namespace']}/{s['name']}"
+        if missing:
+            out.append(
+                {
+                    "object": obj,
+                    "message": f"koord-scheduler needs CustomResourceDefinition {', '.join(missing)} even for a "
+                    "gang-only profile, and does not start without them",
+                    "fix": "apply them from the release's config/crd/bases (role gangsched.kubeflow.koordinator does)",
+                }
+            )
+        why = _schedulers.koordinator_version_problem(s.get("version"), s.get("coscheduling_prebind"), kube_version)
+        if why:
+            out.append(
+                {
+                    "object": obj,
+                    "message": why,
+                    "fix": "run koord-scheduler v1.6.1 (role gangsched.kubeflow.koordinator), or for v1.7.0 add "
+                    "preBind: {disabled: [{name: Coscheduling}]} to its gang profile",
+                }
+            )
+    return out
+
+
+def skew_problems(schedulers: list[dict], kube_version: str | None) -> list[dict]:
+    """scheduler-plugins schedulers whose release is outside Kubernetes' version-skew policy on this cluster
+    (reported on every run, also where the role was told to accept the skew)."""
+    out = []
+    for s in schedulers:
+        why = (
+            _schedulers.scheduler_plugins_skew(s.get("version"), kube_version)
+            if s["kind"] == "scheduler_plugins"
+            else None
+        )
+        if why:
+            out.append(
+                {"object": _where(s), "message": why, "fix": _schedulers.scheduler_plugins_skew_fix(kube_version)}
+            )
+    return out
+
+
+def _where(s: dict) -> str:
+    return f"{s['source']} {s['namespace']}/{s['name']}"
+
+
+def stalled(pods: list[dict], schedulers: list[dict], ops: list[dict], now: float, threshold: float) -> list[dict]:
+    """Problems of gang schedulers that are Ready but make no progress: Pending pods with their
+    schedulerName that no scheduler has looked at (no PodScheduled condition at all) for ``threshold``
+    seconds or more. Pods naming a gang scheduler nobody serves ('volcano', or an operator's gang flag
+    value) are reported the same way. (``gather`` folds the pods as the scan decodes them.)"""
+    return stalled_problems(_pod_facts.fold(pods, now, threshold).waiting(), schedulers, ops)
+
+
+def stalled_problems(waiting: dict, schedulers: list[dict], ops: list[dict]) -> list[dict]:
+    """``stalled`` from ``_pod_facts.PodFold.waiting``: schedulerName -> (how many such pods, the longest
+    waiting as (age s, 'namespace/name'), longest first)."""
+    out = []
+    pointed = {"volcano"} | {o["gang_value"] for o in ops if o.get("gang_value") not in (None, "true", "false")}
+    for name, (count, found) in sorted(waiting.items()):
+        eg = ", ".join(w for _age, w in found[: _pod_facts.EXAMPLES])
+        serving = [s for s in schedulers if name in (s.get("scheduler_names") or [])]
+        ready = [s for s in serving if s["ready"]]
+        if ready:
+            where = ", ".join(_where(s) for s in ready)
+            out.append(
+                {
+                    "object": where,
+                    "message": (
+                        f"{where} is Ready but makes no progress: {count} Pending pod(s) with schedulerName "
+                        f"{name!r} were neither bound nor rejected by it for {int(found[0][0])}s (e.g. {eg}); it is "
+                        "frozen, hung or without its leader lease, and every gang for it waits"
+                    ),
+                    "fix": (
+                        "restart it (kubectl -n "
+                        + ready[0]["namespace"]
+                        + " rollout restart deployment/"
+                        + ready[0]["name"]
+                        + ") and read its log; then prove it with gangsched.kubeflow.gang_smoke_test"
+                    ),
+                }
+            )
+        elif name in pointed and not serving:
+            others = "; ".join(
+                f"{_where(s)} serves {', '.join(s.get('scheduler_names') or []) or 'nothing'}" for s in schedulers
+            )
+            out.append(
+                {
+                    "object": f"Pods {eg}",
+                    "message": (
+                        f"{count} Pending pod(s) name scheduler {name!r}, which no running scheduler serves "
+                        f"({others or 'no gang scheduler found'}); they will never be scheduled"
+                    ),
+                    "fix": f"run a scheduler that serves {name!r}, or point the workloads at one that runs",
+                }
+            )
+    return out
+
+
+def gather(client, params: dict, now: float) -> dict:
+    version = client.get("/version", what="the API server version")
+    nodes = client.scan(_api.path("Node"), what="Nodes", keep=_capacity.slim_node)
+    # one list of every Deployment, classified into schedulers, operators and Trainer's controllers
+    deployments = _service.list_deployments(client)
+    trainers = _component_discovery.trainers(deployments)
+    threshold = params["partial_threshold_seconds"]
+    # every pod folded as the scan decodes it, none kept: memory grows with the nodes and gangs, not the pods
+    pods = _pod_facts.PodFold(now, threshold, trainers)
+    client.scan(_api.path("Pod"), what="Pods (all namespaces)", keep=pods)
+    per_node = pods.nodes_capacity(nodes)
+    for entry, node in zip(per_node, nodes, strict=True):
+        entry["labels"] = node["metadata"].get("labels") or {}
+    schedulers = _service.find_schedulers(client, deployments)
+    crds = {}
+    for name, kind in _podgroups.CRDS.items():
+        obj = _service.crd(client, name)
+        if obj is not None:
+            crds[name] = {
+                "scheduler": kind,
+                "established": _service.crd_established(obj),
+                "versions": [v["name"] for v in obj["spec"].get("versions") or [] if v.get("served")],
+                "created": obj["metadata"].get("creationTimestamp"),
+            }
+    ops = operator_facts(client, _component_discovery.operators(deployments))
+    plugins = []
+    for ds in client.list(_api.path("DaemonSet"), what="DaemonSets (all namespaces)"):
+        for c in ds["spec"]["template"]["spec"].get("containers") or []:
+            kind = _images.image_kind(c.get("image", ""), DEVICE_PLUGIN_IMAGES)
+            argv0 = ((c.get("command") or c.get("args") or [""])[0]).rsplit("/", 1)[-1]
+            if kind and argv0 not in DEVICE_PLUGIN_HELPERS:
+                st = ds.get("status") or {}
+                plugins.append(
+                    {
+                        "daemonset": f"{ds['metadata']['namespace']}/{ds['metadata']['name']}",
+                        "kind": kind,
+                        "image": c["image"],
+                        "desired": st.get("desiredNumberScheduled", 0),
+                        "ready": st.get("numberReady", 0),
+                    }
+                )
+                break
+    probs = problems(client, ops, schedulers, crds, plugins)
+    probs += koordinator_problems(client, schedulers, version.get("gitVersion"))
+    probs += skew_problems(schedulers, version.get("gitVersion"))
+    native_facts, native_probs = _gang_info_native.native_info(client, now, threshold)
+    probs += native_probs
+    probs += stalled_problems(pods.waiting(), schedulers, ops)
+    probs += _gpu_node_facts.advertised_problems(per_node, params.get("gpu_nodes") or {})
+    trainer_facts, trainer_probs = _gang_info_trainer.trainer_info(
+        client, trainers, pods.started(), schedulers, crds, ops
+    )
+    probs += trainer_probs
+    for o in ops:
+        o.pop("_container")
+    gpu = [n for n in per_node if n["capacity"]]
+    return {
+        "kubernetes_version": version.get("gitVersion"),
+        "nodes": per_node,
+        "gpus": {
+            "nodes": len(gpu),
+            "capacity": _capacity.num(sum(n["capacity"] for n in per_node)),
+            "allocatable": _capacity.num(sum(n["allocatable"] for n in per_node)),
+            "requested": _capacity.num(sum(n["requested"] for n in per_node)),
+            "free": _capacity.num(sum(n["free"] for n in per_node if n["schedulable"])),
+        },
+        "schedulers": schedulers,
+        "podgroup_crds": crds,
+        "operators": ops,
+        "device_plugins": plugins,
+        "trainer": trainer_facts,
+        "native_gang": native_facts,
+        "problems": probs,
+        "partial_gangs": pods.partial_gangs(),
+    }
