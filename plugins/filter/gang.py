@@ -15,16 +15,19 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _capacity,
     _flags,
     _manifests,
-    _native,
-    _native_control_plane,
     _operators,
     _rbac,
     _readiness,
     _trainer_runtimes,
     _webhooks,
-    _workloads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import (
+    _koordinator,
+    _native,
+    _native_control_plane,
+    _registry,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_rbac
 
 CONFIG_VOLUME = "gangsched-scheduler-config"
@@ -71,7 +74,7 @@ def label_gang(doc, scheduler_name: str = "koord-scheduler", min_available=None,
     if isinstance(min_available, str) and min_available.isdigit():
         min_available = int(min_available)
     try:
-        return _workloads.label_gang(doc, scheduler_name, min_available, name)
+        return _koordinator.label_gang(doc, scheduler_name, min_available, name)
     except ValueError as e:
         raise AnsibleFilterError(f"label_gang: {e}") from None
 
@@ -127,7 +130,9 @@ def native_gang_job_problem(version: str, jobs=None, cronjobs=None) -> str:
 
 def trainer_runtime_gang(runtime, gang_scheduler, scheduler_name=None, schedule_timeout=None, queue=None):
     """A Kubeflow Trainer v2 runtime gang-scheduled: podGroupPolicy, schedulerName, requests (and queue)."""
-    default = {"volcano": "volcano", "scheduler_plugins": "scheduler-plugins-scheduler"}.get(gang_scheduler)
+    path = _registry.PATHS.get(gang_scheduler)
+    # the scheduler name of the path, else the scheduler_plugins role's default second scheduler
+    default = path and (path.fixed_scheduler_name or path.default_scheduler_name)
     if isinstance(schedule_timeout, str) and schedule_timeout.isdigit():
         schedule_timeout = int(schedule_timeout)
     try:

@@ -177,10 +177,10 @@ diff:
   sample: {"before": {"rules": null, "subjects": null}, "after": {"rules": [], "subjects": []}}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._podgroups import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._rbac import COMPONENTS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._cluster_entry import cluster_entry, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths._registry import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._gang_rbac import run
 
 

@@ -378,9 +378,9 @@ reports:
   sample: {"json": "reports/gang-smoke-3f2a9c1d.json"}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._podgroups import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._cluster_entry import cluster_entry, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths._registry import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._smoke import run
 
 

@@ -198,9 +198,9 @@ diff:
   sample: {"before": {"args": null, "command": ["/manager"]}, "after": {"command": ["/manager", "--gang-scheduler-name=volcano"]}}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._podgroups import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._cluster_entry import cluster_entry, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths._registry import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._operator_gang import run
 
 

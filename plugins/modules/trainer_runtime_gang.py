@@ -200,9 +200,9 @@ diff:
   sample: {"before": {}, "after": {"metadata": {"labels": {}, "annotations": {}}, "spec": {}}}
 """
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._podgroups import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._cluster_entry import cluster_entry, with_auth
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths._registry import GANG_PATHS
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners._trainer_runtime_gang import run
 
 

@@ -1,5 +1,6 @@
-"""The layers of plugins/module_utils as docs/architecture.md draws them: domain/ imports only itself, k8s/ only the
-domain, smoke/ and runners/ the domain and k8s/ and never each other; every package holds an empty __init__.py
+"""The layers of plugins/module_utils as docs/architecture.md draws them: domain/ imports only itself, paths/ (one
+file per gang path) the domain, k8s/ only the domain, smoke/ and runners/ the domain, paths/ and k8s/ and never each
+other; every package holds an empty __init__.py
 (ansible-test's empty-init)."""
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ UTILS = Path(__file__).resolve().parents[2] / "plugins" / "module_utils"
 BASE = "ansible_collections.gangsched.kubeflow.plugins.module_utils"
 MAY_IMPORT = {
     "domain": {"domain"},
+    "paths": {"domain", "paths"},
     "k8s": {"domain", "k8s"},
-    "smoke": {"domain", "k8s", "smoke"},
-    "runners": {"domain", "k8s", "runners"},
+    "smoke": {"domain", "paths", "k8s", "smoke"},
+    "runners": {"domain", "paths", "k8s", "runners"},
 }
 
 

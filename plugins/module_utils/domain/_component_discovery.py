@@ -81,7 +81,8 @@ def schedulers(deployments: list[dict], configs: dict | None = None) -> list[dic
             ref = config_ref(dep, c)
             text = configs.get(ref) if ref else None
         names, gang = _schedulers.served_names(kind, c, text)
-        extra = {"coscheduling_prebind": _schedulers.coscheduling_prebind(text)} if kind == "koordinator" else {}
+        prebind = _schedulers.SCHEDULERS[kind].get("prebind")
+        extra = {"coscheduling_prebind": _schedulers.coscheduling_prebind(text)} if prebind else {}
         found.append(
             {
                 **extra,

@@ -7,8 +7,6 @@ the scheduler or from the CRD. Pure: no I/O. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _native
-
 # scheduler kind -> its PodGroup; ``member``: where a pod names its PodGroup (annotation or label, key)
 PODGROUPS = {
     "volcano": {
@@ -42,31 +40,8 @@ PODGROUPS = {
     },
 }
 
-KUBEFLOW_WORKLOADS = ("pytorchjob", "tfjob", "mpijob")
-# Every gang path, one row each, as the smoke test proves it. ``workloads``: what it takes (the others are refused
-# before anything is read). ``podgroup``: what the gang is watched by besides its pods — "created": the PodGroup of the
-# scheduler's kind that the operator or Trainer creates, named after the job; None: a gang formed by labels on the pods
-# has none (seed 003's labels, honoured by koord-scheduler; _workloads.label_gang); "native": kube-scheduler's own,
-# built into Kubernetes (scheduling.k8s.io, _native; no CRD, a pod joins by spec.schedulingGroup). ``decision``: a
-# held verdict needs the scheduler's own decision on that PodGroup, as nothing else marks the gang.
-PATHS = {
-    "volcano": {"workloads": ("pods", *KUBEFLOW_WORKLOADS, "trainjob"), "podgroup": "created", "decision": False},
-    "scheduler_plugins": {
-        "workloads": ("pods", *KUBEFLOW_WORKLOADS, "trainjob"),
-        "podgroup": "created",
-        "decision": False,
-    },
-    "koordinator": {"workloads": ("pods", *KUBEFLOW_WORKLOADS), "podgroup": None, "decision": False},
-    _native.GANG_PATH: {"workloads": ("pods", "job"), "podgroup": "native", "decision": True},
-}
-# the schedulers whose PodGroups the modules create, check and grant rights on
-GANG_SCHEDULERS = tuple(p for p, row in PATHS.items() if row["podgroup"] == "created")
-# the schedulers whose gangs are formed by labels on the pods, with no PodGroup object
-LABEL_GANG_SCHEDULERS = tuple(p for p, row in PATHS.items() if row["podgroup"] is None)
-# kube-scheduler's own gang
-NATIVE_GANG_SCHEDULERS = tuple(p for p, row in PATHS.items() if row["podgroup"] == "native")
-# every gang path a module's gang_scheduler option takes (its choices come from here)
-GANG_PATHS = tuple(PATHS)
+# the PodGroup kinds the Kubeflow components (training-operator, mpi-operator, Trainer, JobSet) make or read
+OPERATOR_KINDS = ("volcano", "scheduler_plugins")
 
 
 def crd_name(scheduler: str) -> str:

@@ -1,7 +1,7 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Private to this collection: the gang rights each component needs (component x scheduler), rule
+"""Private to this collection: the gang rights each component needs (component x PodGroup kind), rule
 coverage maths. Pure: no I/O (the SubjectAccessReview is the service's). Not a public API."""
 
 from __future__ import annotations
@@ -12,18 +12,19 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._excepti
 RW = ["create", "get", "list", "watch", "update", "patch", "delete"]
 RO = ["get", "list", "watch"]
 VC, SP, KOORD = (_podgroups.group(s) for s in ("volcano", "scheduler_plugins", "koordinator"))  # PodGroup groups
+OPS = _podgroups.OPERATOR_KINDS
 
-# component -> (default namespace, default ServiceAccount, schedulers it may be used with)
+# component -> (default namespace, default ServiceAccount, the PodGroup kinds it may be used with)
 COMPONENTS = {
-    "training_operator": ("kubeflow", "training-operator", ("volcano", "scheduler_plugins")),
-    "mpi_operator": ("mpi-operator", "mpi-operator", ("volcano", "scheduler_plugins")),
+    "training_operator": ("kubeflow", "training-operator", OPS),
+    "mpi_operator": ("mpi-operator", "mpi-operator", OPS),
     "volcano_scheduler": ("volcano-system", "volcano-scheduler", ("volcano",)),
     "volcano_controllers": ("volcano-system", "volcano-controllers", ("volcano",)),
     "scheduler_plugins_scheduler": ("scheduler-plugins", "scheduler-plugins-scheduler", ("scheduler_plugins",)),
     "scheduler_plugins_controller": ("scheduler-plugins", "scheduler-plugins-controller", ("scheduler_plugins",)),
     "koord_scheduler": ("koordinator-system", "koord-scheduler", ("koordinator",)),
-    "trainer": ("kubeflow-system", "kubeflow-trainer-controller-manager", ("volcano", "scheduler_plugins")),
-    "jobset": ("jobset-system", "jobset-controller-manager", ("volcano", "scheduler_plugins")),
+    "trainer": ("kubeflow-system", "kubeflow-trainer-controller-manager", OPS),
+    "jobset": ("jobset-system", "jobset-controller-manager", OPS),
 }
 
 
@@ -133,7 +134,8 @@ def _trainer(gang: str) -> list[dict]:
     TrainJobs' namespaces (its cert rotator's Secret among them), and what counts towards a PodGroup's
     minResources (LimitRanges, RuntimeClasses). Its webhook configurations' caBundle is written under rights
     limited to their names, which a cluster-wide table cannot hold: its install grants them."""
-    mine, other = (VC, SP) if gang == "volcano" else (SP, VC)
+    mine = _podgroups.group(gang)
+    (other,) = (_podgroups.group(k) for k in OPS if k != gang)
     tr = "trainer.kubeflow.org"
     return [
         _r(tr, ["trainjobs", "trainingruntimes", "clustertrainingruntimes"], RO + ["update", "patch"]),
@@ -174,7 +176,7 @@ _JOBSET = [
     _r("", ["persistentvolumeclaims"], RO + ["create"]),
     _r("", ["events"], ["create", "patch", "update"]),
 ]
-for _gang in ("volcano", "scheduler_plugins"):
+for _gang in OPS:
     RULES[("trainer", _gang)] = _trainer(_gang)
     RULES[("jobset", _gang)] = [dict(r) for r in _JOBSET]
 
@@ -191,13 +193,8 @@ def coscheduling_rules() -> list[dict]:
 
 
 def required_rules(component: str, gang_scheduler: str) -> list[dict]:
+    """The gang rights of ``component`` with the PodGroups of ``gang_scheduler`` (refused where it has none)."""
     allowed = COMPONENTS[component][2]
-    if gang_scheduler == "native":
-        raise GangError(
-            f"gang_scheduler=native grants nothing to component={component}: no Kubeflow component creates "
-            "kube-scheduler's Workloads and PodGroups, and kube-scheduler's and the Job controller's rights on them "
-            "are Kubernetes' own bootstrap RBAC (present once the GenericWorkload gate is on); nothing was changed"
-        )
     if gang_scheduler not in allowed:
         raise GangError(
             f"component={component} works with gang_scheduler {' or '.join(allowed)}, not {gang_scheduler}; "

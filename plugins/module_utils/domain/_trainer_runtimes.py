@@ -18,6 +18,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _
 GROUP = _api.TRAINER
 KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"  # the runtime annotation Trainer gives the PodGroup
+# the PodGroup kind (_podgroups.PODGROUPS) Trainer makes -> the podGroupPolicy key that makes it
 POLICY = {"scheduler_plugins": "coscheduling", "volcano": "volcano"}
 GANG_OF_POLICY = {policy: gang for gang, policy in POLICY.items()}  # coscheduling -> scheduler_plugins
 DEFAULT_TIMEOUT = 60  # Trainer's default scheduleTimeoutSeconds
@@ -54,9 +55,10 @@ def gang_runtime(
         )
     if not scheduler_name:
         raise ValueError(f"{what}: scheduler_name is required (the scheduler that runs the {gang_scheduler} gangs)")
-    if gang_scheduler == "volcano" and scheduler_name != "volcano":
+    key = POLICY[gang_scheduler]
+    if key == "volcano" and scheduler_name != "volcano":
         raise ValueError(f"{what}: Volcano gangs are scheduled by 'volcano', not {scheduler_name!r}")
-    if queue and gang_scheduler != "volcano":
+    if queue and key != "volcano":
         raise ValueError(f"{what}: a queue is a Volcano setting; leave it out with gang_scheduler={gang_scheduler}")
     if schedule_timeout is not None and (
         isinstance(schedule_timeout, bool) or not isinstance(schedule_timeout, int) or schedule_timeout < 1
@@ -65,7 +67,6 @@ def gang_runtime(
     out = copy.deepcopy(runtime)
     spec = out.setdefault("spec", {})
     changes: list[str] = []
-    key = POLICY[gang_scheduler]
     old = spec.get("podGroupPolicy") or {}
     if key == "coscheduling":
         timeout = schedule_timeout or (old.get("coscheduling") or {}).get("scheduleTimeoutSeconds") or DEFAULT_TIMEOUT

@@ -159,10 +159,12 @@ def trainjob(
     gang: str | None = None,
     scheduler_name: str | None = None,
     runtime: dict | None = None,
+    queue: str | None = None,
 ) -> tuple[list[dict], str]:
     """The objects of a smoke TrainJob of ``replicas`` nodes, in the order they are created, and the
     selector of its pods. ``runtime`` None: on a TrainingRuntime of the run's own (training_runtime),
-    gang-scheduled by ``gang`` under ``scheduler_name`` (_trainer_runtimes.gang_runtime), or without a gang
+    gang-scheduled by ``gang`` under ``scheduler_name`` (_trainer_runtimes.gang_runtime, in ``queue`` where the
+    path has queues), or without a gang
     (``gang`` None: the control). ``runtime`` a user's ClusterTrainingRuntime: on that runtime as it is,
     or for the control (``gang`` None) on its plain_copy; its trainer step runs the pause image with
     ``resources`` per node, and runtimePatches label the JobSet, Jobs and pods with the run."""
@@ -177,7 +179,7 @@ def trainjob(
                 gang,
                 scheduler_name,
                 schedule_timeout=SCHEDULE_TIMEOUT,
-                queue="default" if gang == "volcano" else None,
+                queue=queue,
             )[0]
         docs, ref = [rt], {"kind": "TrainingRuntime", "name": name}
     else:

@@ -17,9 +17,9 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _pod_facts,
     _podgroups,
     _readiness,
-    _schedulers,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info_native, _gang_info_trainer
 
 DEVICE_PLUGIN_IMAGES = {"k8s-device-plugin": "nvidia-device-plugin", "gpu-operator": "gpu-operator"}
@@ -110,9 +110,6 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
             "if its component was removed",
         )
 
-    running_names = {n for s in schedulers if s["ready"] for n in s["gang_profiles"]}
-    koord_profiles = {n for s in schedulers if s["kind"] == "koordinator" for n in s["gang_profiles"]}
-    sp_profiles = sorted({n for s in schedulers if s["kind"] == "scheduler_plugins" for n in s["gang_profiles"]})
     for o in ops:
         v, obj = o["gang_value"], f"Deployment {o['deployment']}"
         if o["flag_occurrences"] > 1:
@@ -123,72 +120,12 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
             )
         if not v or o["operator"] == "tf_operator":
             continue
-        if v in koord_profiles:
-            add(
-                obj,
-                f"--{o['gang_flag']}={v} points the operator's gangs at koord-scheduler, which ignores the PodGroups "
-                "the operator creates: a job that does not fit starts partially (some pods Running, the rest "
-                "Pending, GPUs held)",
-                "remove the flag (gangsched.kubeflow.operator_gang with gang_scheduler=none) and gang the jobs by the "
-                f"labels pod-group.scheduling.sigs.k8s.io/name and /min-available with schedulerName {v} "
-                "(filter gangsched.kubeflow.label_gang)",
-            )
-            continue
-        gang = _operators.podgroup_scheduler(v)
-        crd = _podgroups.crd_name(gang)
-        if not crds.get(crd, {}).get("established"):
-            add(
-                obj,
-                f"--{o['gang_flag']}={v} needs CustomResourceDefinition {crd}, which is missing",
-                f"install {gang.replace('_', '-')} with its CRDs",
-            )
-        volcanos = [s for s in schedulers if s["kind"] == "volcano" and s["ready"]]
-        if gang == "volcano" and not volcanos:
-            add(obj, f"--{o['gang_flag']}=volcano but no Volcano scheduler is running", "install Volcano")
-        elif gang == "volcano" and not any("volcano" in s["scheduler_names"] for s in volcanos):
-            where = "; ".join(
-                f"Deployment {s['namespace']}/{s['name']} serves {', '.join(s['scheduler_names'])}" for s in volcanos
-            )
-            add(
-                obj,
-                f"--{o['gang_flag']}=volcano names no scheduler: the running Volcano scheduler ({where}, from its "
-                "--scheduler-name) does not serve 'volcano'; members would stay Pending forever, unseen",
-                "remove --scheduler-name from the Volcano scheduler's args (it then serves volcano), or add "
-                "--scheduler-name=volcano",
-            )
-        elif gang == "scheduler_plugins" and v not in running_names:
-            if v == "scheduler-plugins" and sp_profiles:
-                add(
-                    obj,
-                    f"--{o['gang_flag']}=scheduler-plugins names no scheduler: the running Coscheduling "
-                    f"profile is {', '.join(sp_profiles)}; members would stay Pending forever",
-                    "run gangsched.kubeflow.operator_gang with gang_scheduler=scheduler_plugins "
-                    f"(derives {sp_profiles[0]})",
-                )
-            else:
-                add(
-                    obj,
-                    f"--{o['gang_flag']}={v} names a scheduler that is not running",
-                    f"deploy a Coscheduling profile named {v}, or fix the flag with gangsched.kubeflow.operator_gang",
-                )
+        # the path the flag leads to checks it: a koord-scheduler profile, Volcano's name, a Coscheduling profile
+        for msg, fix in _registry.flag_path(v, schedulers).flag_problems(o, v, schedulers, crds):
+            add(obj, msg, fix)
         clash = _service.mpijob_clash(client, o["operator"], o["_container"])
         if clash:
             add(obj, clash, "add --enable-scheme for each job kind except mpijob")
-    volcanos = [s for s in schedulers if s["kind"] == "volcano" and s["ready"]]
-    if (
-        volcanos
-        and not any("volcano" in s["scheduler_names"] for s in volcanos)
-        and not any(o["gang_value"] == "volcano" for o in ops)
-    ):
-        # no operator points at it yet: the Kubeflow operators' Volcano gangs would still be unseen
-        for s in volcanos:
-            add(
-                f"Deployment {s['namespace']}/{s['name']}",
-                f"the Volcano scheduler serves only {', '.join(s['scheduler_names'])} (--scheduler-name), not "
-                "'volcano': the pods of Kubeflow jobs gang-scheduled by Volcano (schedulerName volcano) would "
-                "stay Pending, unseen, while it reports Ready",
-                "remove --scheduler-name from its args (it then serves volcano), or add --scheduler-name=volcano",
-            )
     if len(plugins) > 1:
         add(
             ", ".join(p["daemonset"] for p in plugins),
@@ -205,53 +142,15 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
     return out
 
 
-def koordinator_problems(client, schedulers: list[dict], kube_version: str | None) -> list[dict]:
-    """koord-scheduler set up so that it cannot gang-schedule: a CRD it needs at start missing, or a
-    version that binds no gang member here. The CRDs are read only when a koord-scheduler is found."""
-    koords = [s for s in schedulers if s["kind"] == "koordinator"]
-    if not koords:
-        return []
-    missing = [n for n in _schedulers.KOORDINATOR_CRDS if not _service.crd_established(_service.crd(client, n))]
-    out = []
-    for s in koords:
-        obj = f"{s['source']} {s['namespace']}/{s['name']}"
-        if missing:
-            out.append(
-                {
-                    "object": obj,
-                    "message": f"koord-scheduler needs CustomResourceDefinition {', '.join(missing)} even for a "
-                    "gang-only profile, and does not start without them",
-                    "fix": "apply them from the release's config/crd/bases (role gangsched.kubeflow.koordinator does)",
-                }
-            )
-        why = _schedulers.koordinator_version_problem(s.get("version"), s.get("coscheduling_prebind"), kube_version)
-        if why:
-            out.append(
-                {
-                    "object": obj,
-                    "message": why,
-                    "fix": "run koord-scheduler v1.6.1 (role gangsched.kubeflow.koordinator), or for v1.7.0 add "
-                    "preBind: {disabled: [{name: Coscheduling}]} to its gang profile",
-                }
-            )
-    return out
-
-
-def skew_problems(schedulers: list[dict], kube_version: str | None) -> list[dict]:
-    """scheduler-plugins schedulers whose release is outside Kubernetes' version-skew policy on this cluster
-    (reported on every run, also where the role was told to accept the skew)."""
-    out = []
-    for s in schedulers:
-        why = (
-            _schedulers.scheduler_plugins_skew(s.get("version"), kube_version)
-            if s["kind"] == "scheduler_plugins"
-            else None
-        )
-        if why:
-            out.append(
-                {"object": _where(s), "message": why, "fix": _schedulers.scheduler_plugins_skew_fix(kube_version)}
-            )
-    return out
+def path_problems(client, schedulers: list[dict], ops: list[dict], kube_version: str | None) -> list[dict]:
+    """Each gang path's checks of its installation (GangPath.cluster_problems), with the CRDs they ask for read once
+    (only where a path asks: koord-scheduler's, when one is found)."""
+    names = sorted({n for p in _registry.PATHS.values() for n in p.crds_to_read(schedulers)})
+    facts = {
+        "kube_version": kube_version,
+        "crd_state": {n: _service.crd_established(_service.crd(client, n)) for n in names},
+    }
+    return [problem for p in _registry.PATHS.values() for problem in p.cluster_problems(schedulers, ops, facts)]
 
 
 def _where(s: dict) -> str:
@@ -270,7 +169,9 @@ def stalled_problems(waiting: dict, schedulers: list[dict], ops: list[dict]) -> 
     """``stalled`` from ``_pod_facts.PodFold.waiting``: schedulerName -> (how many such pods, the longest
     waiting as (age s, 'namespace/name'), longest first)."""
     out = []
-    pointed = {"volcano"} | {o["gang_value"] for o in ops if o.get("gang_value") not in (None, "true", "false")}
+    pointed = _registry.fixed_scheduler_names() | {
+        o["gang_value"] for o in ops if o.get("gang_value") not in (None, "true", "false")
+    }
     for name, (count, found) in sorted(waiting.items()):
         eg = ", ".join(w for _age, w in found[: _pod_facts.EXAMPLES])
         serving = [s for s in schedulers if name in (s.get("scheduler_names") or [])]
@@ -354,8 +255,7 @@ def gather(client, params: dict, now: float) -> dict:
                 )
                 break
     probs = problems(client, ops, schedulers, crds, plugins)
-    probs += koordinator_problems(client, schedulers, version.get("gitVersion"))
-    probs += skew_problems(schedulers, version.get("gitVersion"))
+    probs += path_problems(client, schedulers, ops, version.get("gitVersion"))
     native_facts, native_probs = _gang_info_native.native_info(client, now, threshold)
     probs += native_probs
     probs += stalled_problems(pods.waiting(), schedulers, ops)

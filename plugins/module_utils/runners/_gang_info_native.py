@@ -7,9 +7,10 @@ Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _native, _pod_facts
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _pod_facts
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native
 
 
 def _slim_workload(w: dict) -> dict:

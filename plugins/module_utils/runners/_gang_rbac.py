@@ -11,6 +11,7 @@ import time
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _operators, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 VERIFY_SECONDS = 15  # the authorizer's RBAC cache follows a change within a second or two
 
@@ -28,6 +29,9 @@ def resolve(params: dict) -> tuple[str, str, str, str]:
         if len(schedulers) > 1:
             raise GangError(f"gang_scheduler is required for component={component} (one of {', '.join(schedulers)})")
         gang = schedulers[0]
+    refusal = _registry.get(gang).rbac_refusal(component) if gang in _registry.PATHS else None
+    if refusal:
+        raise GangError(refusal)
     sa_opt = params.get("service_account") or {}
     ns, sa = sa_opt.get("namespace") or d_ns, sa_opt.get("name") or d_sa
     _operators.check_name("service_account.namespace", ns, "namespace", label=True)

@@ -9,13 +9,12 @@ from __future__ import annotations
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _flags,
     _images,
-    _native,
     _operators,
     _podgroups,
-    _schedulers,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Conflict, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _waiter
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 CONFLICT_RETRIES = _service.CONFLICT_RETRIES
 
@@ -45,17 +44,12 @@ def _surgery(op_spec: dict, container: dict, value: str | None, dep: dict, what:
 
 def validate(params: dict) -> None:
     """Every option checked before the first API call, so a bad one changes nothing."""
-    if params.get("gang_scheduler") == "koordinator":
+    gang = params.get("gang_scheduler")
+    if gang in _registry.PATHS:
         op = _operators.OPERATORS.get(params.get("operator"), {}).get("label")
-        raise GangError(_schedulers.koordinator_refusal(params.get("scheduler_name") or "koord-scheduler", op))
-    if params.get("gang_scheduler") == _native.GANG_PATH:
-        op = _operators.OPERATORS.get(params.get("operator"), {}).get("label") or "A Kubeflow operator"
-        raise GangError(_native.operator_refusal(op) + "; nothing was changed")
-    if params.get("operator") == "tf_operator" and params.get("gang_scheduler") == "scheduler_plugins":
-        raise GangError(
-            "tf_operator's legacy --enable-gang-scheduling works only with kube-batch/Volcano PodGroups; "
-            "use gang_scheduler=volcano, or move to training-operator for scheduler-plugins"
-        )
+        refusal = _registry.get(gang).operator_refusal(params.get("operator"), op, params.get("scheduler_name"))
+        if refusal:
+            raise GangError(refusal)
     _operators.check_name("namespace", params.get("namespace"), "namespace", label=True)
     _operators.check_name("name", params.get("name"), "Deployment", label=False)
     _operators.check_name("container", params.get("container"), "container", label=True)
@@ -150,26 +144,16 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     if gang not in ("none", "original"):
         schedulers = _service.find_schedulers(client)
         # before the CRD check: a name koord-scheduler serves is refused whatever else is installed
-        _schedulers.refuse_koordinator(params.get("scheduler_name"), schedulers, spec["label"])
+        _registry.refuse_claimed(params.get("scheduler_name"), schedulers, spec["label"])
         crd_name = _podgroups.crd_name(gang)
         if not _service.crd_established(_service.crd(client, crd_name)):
             raise GangError(
                 f"CustomResourceDefinition {crd_name} is missing or not Established: {spec['label']} exits at start "
                 f"without it. Install {gang.replace('_', '-')} (with its CRDs) first"
             )
-        scheduler_name = _schedulers.derive_scheduler_name(
-            gang, params.get("scheduler_name"), schedulers, spec["label"]
-        )
+        scheduler_name = _registry.derive_scheduler_name(gang, params.get("scheduler_name"), schedulers, spec["label"])
         value = "true" if spec["boolean"] else scheduler_name
-        running = [
-            s
-            for s in schedulers
-            if s["ready"]
-            and (
-                (gang == "volcano" and s["kind"] == "volcano")
-                or (gang == "scheduler_plugins" and scheduler_name in s["gang_profiles"])
-            )
-        ]
+        running = [s for s in schedulers if s["ready"] and _registry.get(gang).runs_flag(s, scheduler_name)]
         if not running:
             warn(
                 f"No running scheduler serves {scheduler_name!r} yet: gangs will stay Pending until one does "

@@ -8,9 +8,10 @@ report. Returns data; raises GangError. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _schedulers, _trainer_runtimes
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _trainer_runtimes
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Conflict, GangError, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _trainer_runtime_gang_checks
 
 CONFLICT_RETRIES = _service.CONFLICT_RETRIES
@@ -75,7 +76,7 @@ def present(client, params: dict, check_mode: bool, warn, kind: str, version: st
     gang, name = params["gang_scheduler"], params["name"]
     ns, target = params.get("namespace") or None, params.get("gang_name") or None
     sname = _trainer_runtime_gang_checks.scheduler_name(client, gang, params.get("scheduler_name"), warn)
-    if gang == "volcano" and params.get("schedule_timeout") is not None:
+    if _trainer_runtimes.POLICY[gang] != "coscheduling" and params.get("schedule_timeout") is not None:
         warn("schedule_timeout is coscheduling's scheduleTimeoutSeconds; Volcano's podGroupPolicy has none: ignored")
     what = _trainer_runtimes.ref(kind, ns, target or name)
     before = result = None
@@ -173,10 +174,10 @@ def absent_in_place(client, params: dict, check_mode: bool, warn, kind: str, ver
     if before is None:
         warn(f"{what} not found: nothing to take back")
         return _result(False, None, [], gang, params.get("scheduler_name"), kind, None, None)
-    sname = params.get("scheduler_name") or ("volcano" if gang == "volcano" else None)
+    sname = params.get("scheduler_name") or _registry.get(gang).fixed_scheduler_name
     if sname is None:
         try:
-            sname = _schedulers.derive_scheduler_name(gang, None, _service.find_schedulers(client))
+            sname = _registry.derive_scheduler_name(gang, None, _service.find_schedulers(client))
         except GangError as e:
             raise GangError(
                 f"{e.msg}. To take {what}'s gang back anyway, set scheduler_name to the schedulerName its pod "

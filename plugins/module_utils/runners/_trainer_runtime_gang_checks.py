@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _api,
-    _native,
     _operators,
     _podgroups,
     _schedulers,
@@ -18,6 +17,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 NOTHING = "; nothing was changed"
 SHOWN = 5  # TrainJobs named in a warning
@@ -26,17 +26,10 @@ SHOWN = 5  # TrainJobs named in a warning
 def validate(params: dict) -> None:
     """Every option checked before the first API call, so a bad one changes nothing."""
     gang = params.get("gang_scheduler")
-    if gang == _native.GANG_PATH:
-        raise GangError(_native.operator_refusal("A Kubeflow Trainer v2 runtime") + NOTHING)
-    if gang == "koordinator":
-        raise GangError(
-            "gang_scheduler=koordinator: a Kubeflow Trainer v2 runtime cannot carry a Koordinator gang. "
-            "koord-scheduler forms a gang from labels on the pods (pod-group.scheduling.sigs.k8s.io/name and "
-            "min-available), and min-available must be each TrainJob's numNodes, which a runtime shared by "
-            "TrainJobs of every size cannot hold; Trainer's podGroupPolicy knows only coscheduling "
-            "(scheduler-plugins) and volcano. Use gang_scheduler=scheduler_plugins or volcano for Trainer v2, or "
-            "run the job as a Kubeflow job kind with the gangsched.kubeflow.label_gang filter" + NOTHING
-        )
+    path = _registry.get(gang)
+    refusal = path.runtime_refusal()
+    if refusal:
+        raise GangError(refusal + NOTHING)
     name, gang_name = params.get("name"), params.get("gang_name")
     _operators.check_name("name", name, "runtime", label=False)
     _operators.check_name("gang_name", gang_name, "runtime", label=False)
@@ -55,7 +48,7 @@ def validate(params: dict) -> None:
             "a "
             "runtime with a shorter name" + NOTHING
         )
-    if params.get("queue") and gang != "volcano":
+    if params.get("queue") and not path.queues:
         raise GangError(
             f"queue={params['queue']!r} with gang_scheduler={gang}: a queue is a Volcano setting (the runtime "
             "annotation scheduling.volcano.sh/queue-name). Leave queue unset, or use gang_scheduler=volcano" + NOTHING
@@ -67,17 +60,9 @@ def validate(params: dict) -> None:
             "seconds of at least 1. Set it to 1 or more, or leave it unset (the runtime's, else Trainer's 60)" + NOTHING
         )
     given = params.get("scheduler_name")
-    if gang == "volcano" and given not in (None, "volcano"):
-        raise GangError(
-            f"scheduler_name={given!r} with gang_scheduler=volcano: Volcano gangs are scheduled by 'volcano'. "
-            "Leave scheduler_name unset" + NOTHING
-        )
-    if gang == "scheduler_plugins" and given == "volcano":
-        raise GangError(
-            "scheduler_name='volcano' with gang_scheduler=scheduler_plugins: the pods would go to Volcano with a "
-            "coscheduling PodGroup it ignores. Set gang_scheduler=volcano, or scheduler_name to the scheduler-plugins "
-            "profile" + NOTHING
-        )
+    refusal = path.runtime_scheduler_refusal(given)
+    if refusal:
+        raise GangError(refusal + NOTHING)
 
 
 def runtime_crd_version(client, kind: str, required: bool) -> str | None:
@@ -108,10 +93,10 @@ def scheduler_name(client, gang: str, given: str | None, warn) -> str:
         )
     schedulers = _service.find_schedulers(client)
     try:
-        sname = _schedulers.derive_scheduler_name(gang, given, schedulers)
+        sname = _registry.derive_scheduler_name(gang, given, schedulers)
     except GangError as e:
         raise GangError(e.msg + NOTHING) from e
-    serving = [s for s in schedulers if _schedulers.serves(s, gang, sname)]
+    serving = [s for s in schedulers if _registry.serves(s, gang, sname)]
     found = ", ".join(f"{s['namespace']}/{s['name']}" for s in schedulers) or "none"
     if not serving:
         raise GangError(

@@ -7,14 +7,10 @@ verdict other than the expected one came about. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
-    _native,
-    _podgroups,
-    _schedulers,
-    _workloads,
-)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _podgroups, _schedulers, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict
 
 
@@ -24,12 +20,13 @@ def _where(s: dict) -> str:
 
 def describe_scheduler(schedulers: list[dict], gang: str, sname: str) -> str:
     """The scheduler behind ``sname``, named for a message: where it runs, or who runs instead."""
-    if gang in _podgroups.NATIVE_GANG_SCHEDULERS:
-        return f"kube-scheduler ({sname!r}, its native gang)"
-    mine = [s for s in schedulers if _schedulers.serves(s, gang, sname)]
+    path = _registry.get(gang)
+    if path.describe(sname):
+        return path.describe(sname)
+    mine = [s for s in schedulers if path.serves(s, sname)]
     if mine:
         return f"scheduler {sname!r} ({', '.join(_where(s) for s in mine)})"
-    kind = gang if gang in ("volcano", "koordinator") else "scheduler_plugins"
+    kind = path.scheduler_kind
     others = [s for s in schedulers if s["kind"] == kind]
     if others:
         found = "; ".join(
@@ -40,21 +37,16 @@ def describe_scheduler(schedulers: list[dict], gang: str, sname: str) -> str:
 
 
 def not_running_cause(schedulers: list[dict], gang: str, sname: str) -> str:
-    mine = [s for s in schedulers if _schedulers.serves(s, gang, sname)]
+    path = _registry.get(gang)
+    mine = [s for s in schedulers if path.serves(s, sname)]
     if mine:
         return (
             f"scheduler not running: {', '.join(_where(s) for s in mine)} serves {sname!r} but has no ready "
             "replica (scaled to 0, or its pod does not start); scale it up and check its pods"
         )
-    found = [s for s in schedulers if s["kind"] == ("volcano" if gang == "volcano" else "scheduler_plugins")]
-    if gang == "volcano" and found:
-        names = "; ".join(
-            f"{_where(s)} serves {', '.join(map(repr, s['scheduler_names']))} (--scheduler-name)" for s in found
-        )
-        return (
-            f"scheduler not running: no ready scheduler serves {sname!r}: {names}; the gang's pods name "
-            f"{sname!r} and would never be looked at. Remove --scheduler-name (or add --scheduler-name={sname})"
-        )
+    hint = path.not_served_hint(schedulers, sname)
+    if hint:
+        return hint
     return f"scheduler not running: no ready scheduler serves {sname!r}"
 
 
@@ -65,7 +57,7 @@ def forbidden_podgroup_create(
     (a SubjectAccessReview as its ServiceAccount); None when it may, or when that cannot be asked.
     ``deployments``: the operator's Deployments when already found (Trainer's, for a TrainJob)."""
     operator = _workloads.JOB_CRDS[workload][1]
-    group = _podgroups.group(gang_scheduler)
+    group = _podgroups.group(_registry.get(gang_scheduler).podgroup_kind)
     try:
         if deployments is None:
             deployments = [o["deployment"] for o in _service.find_operators(client) if o["operator"] == operator]
@@ -83,19 +75,17 @@ def forbidden_podgroup_create(
     return None
 
 
-def gang_cause(verdict: str, g: _verdict.Gang, expect: str, who: str, timeout: int, liveness: dict) -> str | None:
+def gang_cause(
+    verdict: str, g: _verdict.Gang, expect: str, who: str, timeout: int, liveness: dict, path=None
+) -> str | None:
     """Why a verdict other than the expected one came about, naming the scheduler (``who``: as
-    describe_scheduler names it; ``timeout``: the test's)."""
+    describe_scheduler names it; ``timeout``: the test's; ``path``: the gang path, where the scheduler decides on
+    the gang's PodGroup)."""
     live = f"it bound the liveness canary in {liveness['before']}s before the test" if liveness.get("before") else ""
     if liveness.get("during") is not None:
         live += f" and again in {liveness['during']}s during it"
-    if verdict == _verdict.INCONCLUSIVE and g.native and len(g.running()) >= g.size:
-        return (
-            f"every member runs, but {who} never marked the gang's PodGroup scheduled "
-            f"({' or '.join(_native.SCHEDULED_CONDITIONS)}) in {timeout}s: it placed the pods without the gang plugin, "
-            f"so nothing shows they were held as one gang. Turn the GenericWorkload gate on in kube-scheduler: "
-            f"{_native.TURN_ON}"
-        )
+    if verdict == _verdict.INCONCLUSIVE and g.decide is not None and len(g.running()) >= g.size:
+        return path.undecided_gang(who, timeout)
     if verdict == _verdict.INCONCLUSIVE:
         missing = ", ".join(g.not_rejected()) or "none"
         return (

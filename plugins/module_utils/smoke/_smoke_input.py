@@ -13,15 +13,13 @@ import tempfile
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _api,
     _capacity,
-    _native,
     _operators,
-    _podgroups,
-    _schedulers,
     _trainjobs,
     _workloads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 # namespaces a smoke test does not run in unless allow_system_namespace (the schedulers' own namespaces
 # found in the cluster are added to these)
@@ -85,16 +83,8 @@ def validate(params: dict) -> dict:
     return out
 
 
-# why a gang path does not take a workload (``_podgroups.PATHS``): the path's own reason where it has one, else the
-# workload's; each a function of (workload, gang_scheduler)
-NOT_TAKEN_BY_PATH = {
-    _native.GANG_PATH: lambda wl, gang: (
-        f"workload={wl} cannot be tested with gang_scheduler={gang}: no Kubeflow operator or Trainer runtime puts "
-        "its pods in a native gang (kube-scheduler's Workload and PodGroup) yet, so such a job would not be "
-        "gang-scheduled; use workload=pods or workload=job for the native gang, or gang_scheduler=volcano or "
-        "scheduler_plugins for Kubeflow jobs"
-    ),
-}
+# why a workload is not taken by a gang path that has no reason of its own (GangPath.refuse_workload); each a
+# function of (workload, gang_scheduler)
 NOT_TAKEN = {
     "trainjob": lambda wl, gang: (
         f"workload=trainjob cannot be tested with gang_scheduler={gang}: a Trainer runtime's podGroupPolicy "
@@ -121,18 +111,16 @@ def check_trainjob(params: dict) -> None:
 
 
 def check_path(params: dict) -> None:
-    """The workload is one the gang path takes (``_podgroups.PATHS``: a label gang cannot be put in a Trainer
+    """The workload is one the gang path takes (``GangPath.workloads``: a label gang cannot be put in a Trainer
     runtime, the native gang takes pods or a plain Job, a plain Job is the native gang's Job integration), and the
     native gang's scheduler is kube-scheduler's default profile."""
     wl, gang = params.get("workload"), params.get("gang_scheduler")
-    if wl not in _podgroups.PATHS[gang]["workloads"]:
-        raise GangError((NOT_TAKEN_BY_PATH.get(gang) or NOT_TAKEN[wl])(wl, gang))
-    given = params.get("scheduler_name")
-    if gang in _podgroups.NATIVE_GANG_SCHEDULERS and given not in (None, _native.SCHEDULER_NAME):
-        raise GangError(
-            f"scheduler_name={given!r} with gang_scheduler=native: the native gang is scheduled by kube-scheduler's "
-            f"default profile {_native.SCHEDULER_NAME!r}; leave scheduler_name unset"
-        )
+    path = _registry.get(gang)
+    if wl not in path.workloads:
+        raise GangError(path.refuse_workload(wl) or NOT_TAKEN[wl](wl, gang))
+    refusal = path.refuse_scheduler_name(params.get("scheduler_name"))
+    if refusal:
+        raise GangError(refusal)
 
 
 def check_namespace(params: dict, more: tuple) -> None:
@@ -181,13 +169,13 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     """CRDs, the scheduler, its namespace, and nodes and pods for the capacity maths (``exclude``:
     'ns/name' of pods that do not count, such as an earlier run's, about to be removed)."""
     gang = params["gang_scheduler"]
-    if _podgroups.PATHS[gang]["podgroup"] == "native":
-        served = _service.served_versions(client, _native.GROUP, ("workloads", "podgroups"))
-        problem = _native.version_problem(served)
+    path = _registry.get(gang)
+    if path.served_group():
+        problem = path.served_problem(_service.served_versions(client, *path.served_group()))
         if problem:
-            raise GangError(f"gang_scheduler=native: {problem}; nothing was created")
-    else:
-        crd_name = _podgroups.crd_name(gang)
+            raise GangError(f"gang_scheduler={gang}: {problem}; nothing was created")
+    elif path.crd():
+        crd_name = path.crd()
         if not _service.crd_established(_service.crd(client, crd_name)):
             raise GangError(f"CustomResourceDefinition {crd_name} is missing: install {gang.replace('_', '-')} first")
     wl = params["workload"]
@@ -202,11 +190,10 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     deployments = _service.list_deployments(client)
     schedulers = _service.find_schedulers(client, deployments)
     check_namespace(params, tuple(s["namespace"] for s in schedulers))
-    sname = _schedulers.derive_scheduler_name(gang, params.get("scheduler_name"), schedulers)
-    # the native gang's scheduler is kube-scheduler, out of sight on a managed control plane: the liveness
+    sname = _registry.derive_scheduler_name(gang, params.get("scheduler_name"), schedulers)
+    # a scheduler out of sight (the native gang's kube-scheduler on a managed control plane): the liveness
     # canary (a gang of one it must bind and mark scheduled) is what proves it runs the gang plugin
-    native = gang in _podgroups.NATIVE_GANG_SCHEDULERS
-    running = native or [s for s in schedulers if s["ready"] and _schedulers.serves(s, gang, sname)]
+    running = path.canary_proves_scheduler or [s for s in schedulers if s["ready"] and path.serves(s, sname)]
     trainer: dict = {}
     if wl == "trainjob":
         trainer = trainjob_preflight(client, params, deployments, sname)

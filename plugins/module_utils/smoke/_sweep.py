@@ -12,6 +12,7 @@ import time
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Forbidden, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _smoke_objects
 
 
 def _stale_selector(keep: str | None) -> str:
@@ -26,7 +27,7 @@ def find_stale(client, namespace: str | None, keep: str | None = None) -> list[t
     are free only once they are gone)."""
     sel = _stale_selector(keep)
     out = []
-    for kind, api_version in _workloads.RUN_KINDS:
+    for kind, api_version in _smoke_objects.RUN_KINDS:
         path = _api.path(kind, namespace, api_version_=api_version)
         for o in client.list_or_empty(path, what=f"{kind}s labelled {_workloads.RUN_LABEL}", labelSelector=sel):
             md = o["metadata"]
@@ -115,7 +116,7 @@ def remove_run(
     (should be nothing) of the run's pods, TrainJobs and runtimes (the garbage collector removes a
     TrainJob's JobSet and Jobs before their pods)."""
     sel = f"{_workloads.RUN_LABEL}={run_id}"
-    order = [k for k, _v in _workloads.RUN_KINDS]
+    order = [k for k, _v in _smoke_objects.RUN_KINDS]
     kinds = {(_workloads.collection_path(d), d["kind"]) for d in created}
     for path, kind in sorted(kinds, key=lambda x: order.index(x[1]) if x[1] in order else len(order)):
         try:

@@ -9,13 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
-    _api,
-    _native,
-    _podgroups,
-    _trainjobs,
-    _workloads,
-)
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _trainjobs, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import (
     ApiError,
     Forbidden,
@@ -23,6 +17,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._excepti
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import wait_pod_bound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry, _smoke_objects
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict, _watch
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._diagnosis import (
     gang_cause,
@@ -63,9 +58,10 @@ class Trial:
         self.created: list[dict] = []
         self.liveness: dict = {}
         self.podgroup: dict | None = None
-        # the canary and the verdict need the scheduler's own decision on the PodGroup (the native gang's)
-        self.native = _podgroups.PATHS[params["gang_scheduler"]]["decision"]
-        # why the liveness canary failed where the generic reason would mislead (the native gang's)
+        self.path = _registry.get(params["gang_scheduler"])
+        # the canary and the verdict need the scheduler's own decision on the PodGroup (GangPath.decision)
+        self.decision = self.path.decision
+        # why the liveness canary failed where the generic reason would mislead (a path with a decision)
         self.canary_problem: str | None = None
 
     def ensure_namespace(self) -> None:
@@ -96,7 +92,7 @@ class Trial:
         name; seconds until it was bound, or None when it was not within ``timeout``. Removed at once."""
         gang, sname = self.params["gang_scheduler"], self.sname
         name = f"smoke-{self.run_id}-live{n}"
-        docs, _selector = _workloads.pods(self.ns, name, self.run_id, 1, CANARY_RESOURCES, gang, sname)
+        docs, _selector = _smoke_objects.pods(self.ns, name, self.run_id, 1, CANARY_RESOURCES, gang, sname)
         for d in docs:
             d["metadata"]["labels"] = {**d["metadata"]["labels"], CANARY_LABEL: "true"}
         t0 = self.clock()
@@ -105,7 +101,7 @@ class Trial:
             left = timeout - (self.clock() - t0)
             if not wait_pod_bound(self.client, self.ns, pod, left, self.clock, between=self.check_controller):
                 return None
-            if self.native and not self._native_canary_marked(name, t0 + timeout):
+            if self.decision and not self._canary_decided(name, t0 + timeout):
                 return None
             return round(self.clock() - t0, 2)
         finally:
@@ -120,13 +116,13 @@ class Trial:
                 except ApiError:
                     pass  # gone already, or the API server is away: the cleanup removes it by its label
 
-    def _native_canary_marked(self, name: str, deadline: float) -> bool:
-        """Whether kube-scheduler marked the bound canary's PodGroup scheduled (by ``deadline``, at least 5s): a
-        kube-scheduler without the gang plugin binds the pod alone and marks nothing."""
+    def _canary_decided(self, name: str, deadline: float) -> bool:
+        """Whether the scheduler marked the bound canary's PodGroup scheduled (by ``deadline``, at least 5s): the
+        native gang's kube-scheduler without the gang plugin binds the pod alone and marks nothing."""
         deadline = max(deadline, self.clock() + 5)
         while True:
-            decided, _msg = _native.scheduled(
-                self.client.get_or_none(_watch.native_podgroup_path(self, name), "PodGroup")
+            decided, _msg = self.path.scheduled(
+                self.client.get_or_none(_watch.decision_podgroup_path(self, name), "PodGroup")
             )
             if decided == "True":
                 return True
@@ -134,12 +130,7 @@ class Trial:
                 break
             self.check_controller()
             time.sleep(0.5)
-        self.canary_problem = (
-            f"kube-scheduler ({self.sname!r}) bound the liveness canary, a gang of one, but never marked its PodGroup "
-            f"{self.ns}/{name} scheduled ({' or '.join(_native.SCHEDULED_CONDITIONS)}): it schedules the pods one by "
-            "one, without the gang plugin, so no gang would be held. Turn the GenericWorkload feature gate on in "
-            f"kube-scheduler (and kube-controller-manager): {_native.TURN_ON}"
-        )
+        self.canary_problem = self.path.undecided_canary(self.sname, f"{self.ns}/{name}")
         return False
 
     @staticmethod
@@ -198,31 +189,33 @@ class Trial:
                 self.run_id,
                 params["replicas"],
                 resources,
-                None if control else params["gang_scheduler"],
+                None if control else self.path.podgroup_kind,
                 None if control else self.sname,
                 self.runtime,
+                queue=self.path.smoke_queue,
             )
             size = _trainjobs.trainjob_members(self.runtime, params["replicas"])
             job = None if control else docs[-1]
         elif wl == "job":
-            docs, selector = _workloads.indexed_job(
+            docs, selector = _smoke_objects.indexed_job(
                 self.ns, name, self.run_id, params["replicas"], resources, None if control else params["gang_scheduler"]
             )
             job = None if control else docs[0]
         elif control:
-            docs, selector = _workloads.pods(
+            docs, selector = _smoke_objects.pods(
                 self.ns, name, self.run_id, params["replicas"], resources, None, "default-scheduler"
             )
         elif wl == "pods":
-            docs, selector = _workloads.pods(
+            docs, selector = _smoke_objects.pods(
                 self.ns, name, self.run_id, params["replicas"], resources, params["gang_scheduler"], self.sname
             )
         else:
-            docs, selector = _workloads.kubeflow_job(
+            docs, selector = _smoke_objects.kubeflow_job(
                 wl, self.ns, name, self.run_id, params["replicas"], resources, params["gang_scheduler"], self.sname
             )
             job = docs[0]
-        gang = _verdict.Gang(size=size, skew_seconds=params["skew_seconds"], native=self.native and not control)
+        decide = self.path.scheduled if self.decision and not control else None
+        gang = _verdict.Gang(size=size, skew_seconds=params["skew_seconds"], decide=decide)
         t0 = time.monotonic()
         cause = None
         exp = "pending" if control else expect
@@ -231,7 +224,7 @@ class Trial:
             self.create(docs)
             verdict = _watch.watch(self, gang, selector, exp, params["timeout"], job, probe=not control, name=name)
             if not control:
-                cause = gang_cause(verdict, gang, exp, self.describe, params["timeout"], self.liveness)
+                cause = gang_cause(verdict, gang, exp, self.describe, params["timeout"], self.liveness, self.path)
         except (_watch.NoPodGroup, _watch.SchedulerDown) as e:
             verdict, cause = _verdict.ERROR, e.msg
         except ApiError as e:
@@ -245,7 +238,7 @@ class Trial:
         }
         if cause:
             out["cause"] = cause
-        if (job is not None and job["kind"] == "TrainJob") or gang.native:
+        if (job is not None and job["kind"] == "TrainJob") or gang.decide is not None:
             out["podgroup"] = self.podgroup
         return out
 

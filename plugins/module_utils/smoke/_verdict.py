@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _native
-
 GANG_HELD_RUNNING = "gang_held_running"
 GANG_HELD_PENDING = "gang_held_pending"
 PARTIAL = "partial"
@@ -64,9 +62,10 @@ class Gang:
     # holds the pods back until the PodGroup is admitted leaves no pods to mark)
     group_rejected_at: float | None = None
     group_message: str | None = None
-    # kube-scheduler's native gang: its own decision on the PodGroup (PodGroupInitiallyScheduled) is the evidence
-    # both ways, as a kube-scheduler without the gang plugin binds such pods one by one and marks nothing
-    native: bool = False
+    # a path whose scheduler's own decision on the PodGroup is the evidence both ways (GangPath.decision: the native
+    # gang's PodGroupInitiallyScheduled, as a kube-scheduler without the gang plugin binds such pods one by one and
+    # marks nothing): the path's reading of that decision, GangPath.scheduled; None for every other path
+    decide: object = None
     group_scheduled_at: float | None = None
 
     # ---- feeding -----------------------------------------------------------------------------
@@ -112,8 +111,8 @@ class Gang:
     def observe_group(self, pg: dict | None, t: float) -> None:
         """The gang's PodGroup as read at t: its Unschedulable condition while the scheduler keeps it from
         being admitted (phase Pending); admitted (Inqueue, Running), its pods are the evidence again."""
-        if self.native:
-            decided, message = _native.scheduled(pg)
+        if self.decide is not None:
+            decided, message = self.decide(pg)
             if decided == "True" and self.group_scheduled_at is None:
                 self.group_scheduled_at = t
             elif decided == "False" and self.group_rejected_at is None:
@@ -170,7 +169,7 @@ class Gang:
         group = None
         if self.group_rejected_at is not None and not any(p.node for p in live):
             group = max(self.group_rejected_at, self.all_present_at)
-        if len(live) < self.size or self.native:
+        if len(live) < self.size or (self.decide is not None):
             return group  # the native gang: the PodGroup's condition, not a mark any scheduler writes
         firsts = []
         for p in live:
@@ -189,7 +188,7 @@ class Gang:
 
     def held_running(self) -> bool:
         """Every member runs, and for the native gang kube-scheduler marked its PodGroup scheduled."""
-        return len(self.running()) >= self.size and (not self.native or self.group_scheduled_at is not None)
+        return len(self.running()) >= self.size and (self.decide is None or self.group_scheduled_at is not None)
 
     def verdict(self, t: float, settle_seconds: float, expect: str) -> str | None:
         """The verdict at time t, or None while it cannot be told yet."""
@@ -253,6 +252,6 @@ class Gang:
             "unschedulable": {p.name: p.unschedulable for p in self.live() if p.unschedulable},
             "held_pending_by": self.held_pending_by,
             "podgroup_unschedulable": self.group_message,
-            **({"podgroup_scheduled": self.group_scheduled_at is not None} if self.native else {}),
+            **({"podgroup_scheduled": self.group_scheduled_at is not None} if (self.decide is not None) else {}),
             "not_rejected": self.not_rejected() if self.all_present_at is not None and not self.ever_bound() else [],
         }

@@ -8,7 +8,7 @@ function takes the trial (``_trial.Trial``) it watches for. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _native, _podgroups, _trainjobs
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _podgroups, _trainjobs
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict
@@ -25,16 +25,18 @@ class SchedulerDown(GangError):
     pass
 
 
-def native_podgroup_path(trial, name: str) -> str:
-    return _api.path("PodGroup", trial.ns, name, _native.API_VERSION)
+def decision_podgroup_path(trial, name: str) -> str:
+    """The PodGroup whose decision a path with ``decision`` reads (the native gang's)."""
+    return _api.path("PodGroup", trial.ns, name, trial.path.decision_api_version)
 
 
-def native_job_podgroup(trial, job: dict) -> dict | None:
-    """The PodGroup the Job controller made for ``job`` (the Job integration; named by the controller)."""
-    path = _api.path("PodGroup", trial.ns, api_version_=_native.API_VERSION)
+def job_podgroup(trial, job: dict) -> dict | None:
+    """The PodGroup the Job controller made for ``job`` (the native gang's Job integration; named by the
+    controller)."""
+    path = _api.path("PodGroup", trial.ns, api_version_=trial.path.decision_api_version)
     name = job["metadata"]["name"]
     for pg in trial.client.list_or_empty(path, what=f"PodGroups in {trial.ns}"):
-        if _native.owned_by(pg, "Job", name):
+        if trial.path.owned_by(pg, "Job", name):
             return pg
     return None
 
@@ -70,10 +72,10 @@ def watch(
     w = Watcher(trial.client, _api.path("Pod", trial.ns), f"Pods in {trial.ns}", labelSelector=selector)
     deadline = t0 + timeout
     pg_path = None
-    if gang.native:
-        return watch_native(trial, w, on_event, gang, state, expect, t0, deadline, job)
-    if job is not None and _podgroups.PATHS[trial.params["gang_scheduler"]]["podgroup"] == "created":
-        api_version = _podgroups.api_version(trial.params["gang_scheduler"])
+    if gang.decide is not None:
+        return watch_decision(trial, w, on_event, gang, state, expect, t0, deadline, job)
+    if job is not None and trial.path.podgroup_kind:
+        api_version = _podgroups.api_version(trial.path.podgroup_kind)
         pg_path = _api.path("PodGroup", trial.ns, job["metadata"]["name"], api_version)
     while trial.clock() < deadline:
         trial.check_controller()
@@ -133,9 +135,10 @@ def probe_scheduler(trial, gang: _verdict.Gang, state: dict, now: float) -> None
         )
 
 
-def watch_native(trial, w, on_event, gang, state, expect, t0, deadline, job) -> str:
-    """The native gang watched to a verdict: its PodGroup (the run's own, or the one the Job controller made
-    for ``job``) read between short watch rounds, as kube-scheduler's decision on it is the evidence."""
+def watch_decision(trial, w, on_event, gang, state, expect, t0, deadline, job) -> str:
+    """A gang whose scheduler decides on its PodGroup (the native gang's) watched to a verdict: its PodGroup (the
+    run's own, or the one the Job controller made for ``job``) read between short watch rounds, as the scheduler's
+    decision on it is the evidence."""
     settle = trial.params["settle_seconds"]
     name = None if job is not None else state.get("gang_name")
     while trial.clock() < deadline:
@@ -143,29 +146,20 @@ def watch_native(trial, w, on_event, gang, state, expect, t0, deadline, job) -> 
         w.run(on_event, min(2.0, deadline - trial.clock()))
         now = trial.clock() - t0
         if job is not None and name is None:
-            pg = native_job_podgroup(trial, job)
+            pg = job_podgroup(trial, job)
             if pg is None and now > PODGROUP_WAIT:
-                raise NoPodGroup(no_native_podgroup(trial, job))
+                raise NoPodGroup(trial.path.no_job_podgroup(f"Job {trial.ns}/{job['metadata']['name']}", PODGROUP_WAIT))
             name = (pg or {}).get("metadata", {}).get("name")
         else:
-            pg = trial.client.get_or_none(native_podgroup_path(trial, name), "PodGroup") if name else None
+            pg = trial.client.get_or_none(decision_podgroup_path(trial, name), "PodGroup") if name else None
         if pg is not None:
-            trial.podgroup = {"name": pg["metadata"]["name"], "scheduled": _native.scheduled(pg)[0]}
+            trial.podgroup = {"name": pg["metadata"]["name"], "scheduled": gang.decide(pg)[0]}
         gang.observe_group(pg, now)
         v = gang.verdict(now, settle, expect)
         if v:
             return v
         probe_scheduler(trial, gang, state, now)
     return gang.final(trial.clock() - t0, settle)
-
-
-def no_native_podgroup(trial, job: dict) -> str:
-    what = f"Job {trial.ns}/{job['metadata']['name']}"
-    return (
-        f"the Job controller made no PodGroup for {what} in {PODGROUP_WAIT:.0f}s although the Job asks for a gang "
-        "(spec.scheduling.schedulingPolicy.gang): the native gang's Job integration is off. Turn it on with "
-        f"{_native.TURN_ON_JOBS} (besides {_native.TURN_ON}), or prove the native gang with workload=pods"
-    )
 
 
 def wrong_scheduler(trial, job: dict, pod: str, got: str | None) -> str:

@@ -11,6 +11,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _trainer_runtimes,
     _workloads,
 )
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _smoke_objects
 
 
 @pytest.mark.parametrize(
@@ -48,9 +49,9 @@ def test_the_tables_that_name_kinds_agree_with_it():
         assert _api.api_version(kind) == api_version
     for kind, crd in _trainer_runtimes.CRDS.items():
         assert crd == f"{_api.KINDS[kind][2]}.{_trainer_runtimes.GROUP}"
-    for kind, _version in _workloads.RUN_KINDS:
+    for kind, _version in _smoke_objects.RUN_KINDS:
         assert kind in _api.KINDS
-    for gang in _podgroups.GANG_SCHEDULERS:
+    for gang in _podgroups.OPERATOR_KINDS:
         assert _api.path("PodGroup", "ns", api_version_=_podgroups.api_version(gang)).endswith(
             "/namespaces/ns/podgroups"
         )

@@ -7,8 +7,8 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _podgroups,
     _rbac,
     _schedulers,
-    _workloads,
 )
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry, _smoke_objects
 
 TABLE = [
     # scheduler, CRD, apiVersion, where a pod names its group
@@ -66,21 +66,21 @@ def test_the_table_is_the_one_the_others_use():
     # the member keys, each once, in table order (gang_info's gang keys start with them)
     assert _podgroups.member_keys() == [TABLE[0][3], TABLE[1][3], TABLE[3][3]]
     # every kind a smoke run creates and sweeps: the gang schedulers' PodGroups, and the native gang's
-    assert [v for k, v in _workloads.RUN_KINDS if k == "PodGroup"] == [
+    assert [v for k, v in _smoke_objects.RUN_KINDS if k == "PodGroup"] == [
         "scheduling.volcano.sh/v1beta1",
         "scheduling.x-k8s.io/v1alpha1",
         "scheduling.k8s.io/v1beta1",
     ]
-    assert ("Workload", "scheduling.k8s.io/v1beta1") in _workloads.RUN_KINDS
+    assert ("Workload", "scheduling.k8s.io/v1beta1") in _smoke_objects.RUN_KINDS
     assert (_rbac.VC, _rbac.SP) == ("scheduling.volcano.sh", "scheduling.x-k8s.io")
     # the PodGroup of every gang scheduler the modules take is known, and every scheduler found has one
-    assert set(_podgroups.GANG_SCHEDULERS) <= set(_podgroups.PODGROUPS)
+    assert {p.podgroup_kind for p in _registry.PATHS.values()} - {None} <= set(_podgroups.PODGROUPS)
     assert set(_schedulers.SCHEDULERS) == set(_podgroups.PODGROUPS)
 
 
-@pytest.mark.parametrize("gang", _podgroups.GANG_SCHEDULERS)
+@pytest.mark.parametrize("gang", _registry.names(operator_flag=True))
 def test_smoke_pods_name_their_podgroup_the_schedulers_way(gang):
-    docs, _ = _workloads.pods("ns", "g", "r", 2, {"cpu": "1"}, gang, "s")
+    docs, _ = _smoke_objects.pods("ns", "g", "r", 2, {"cpu": "1"}, gang, "s")
     pg, pods = docs[0], docs[1:]
     assert (pg["apiVersion"], pg["kind"]) == (_podgroups.api_version(gang), "PodGroup")
     where, key = _podgroups.member_key(gang)
@@ -88,9 +88,11 @@ def test_smoke_pods_name_their_podgroup_the_schedulers_way(gang):
         assert p["metadata"]["annotations" if where == "annotation" else "labels"][key] == "g"
 
 
-def test_the_path_tuples_are_read_from_the_rows_of_the_gang_paths():
-    assert _podgroups.GANG_PATHS == ("volcano", "scheduler_plugins", "koordinator", "native")
-    assert _podgroups.GANG_SCHEDULERS == ("volcano", "scheduler_plugins")
-    assert _podgroups.LABEL_GANG_SCHEDULERS == ("koordinator",)
-    assert _podgroups.NATIVE_GANG_SCHEDULERS == ("native",)
-    assert [p for p, row in _podgroups.PATHS.items() if row["decision"]] == ["native"]
+def test_the_path_lists_are_read_from_the_paths():
+    assert _registry.GANG_PATHS == ("volcano", "scheduler_plugins", "koordinator", "native")
+    assert _registry.names(operator_flag=True) == ["volcano", "scheduler_plugins"]
+    assert [n for n, p in _registry.PATHS.items() if p.podgroup_kind is None] == ["koordinator", "native"]
+    assert _registry.names(decision=True) == ["native"]
+    assert _podgroups.OPERATOR_KINDS == tuple(
+        _registry.get(n).podgroup_kind for n in _registry.names(operator_flag=True)
+    )

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _images, _operators, _schedulers
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._schedulers import derive_scheduler_name
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _koordinator, _scheduler_plugins
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths._registry import derive_scheduler_name
 
 SP_SECOND = {"kind": "scheduler_plugins", "ready": True, "gang_profiles": ["scheduler-plugins-scheduler"]}
 SP_DEFAULT = {"kind": "scheduler_plugins", "ready": True, "gang_profiles": ["default-scheduler"]}
@@ -155,7 +155,7 @@ def test_koordinator_profile_is_derived_for_gangs_that_use_labels():
     ],
 )
 def test_koordinator_versions_that_cannot_gang_schedule_here(tag, prebind, kube, words):
-    why = _schedulers.koordinator_version_problem(tag, prebind, kube)
+    why = _koordinator.koordinator_version_problem(tag, prebind, kube)
     assert (why is None) if words is None else (words in why), why
 
 
@@ -184,15 +184,15 @@ def test_coscheduling_prebind_read_from_the_gang_profiles():
     ],
 )
 def test_scheduler_plugins_skew(tag, kube, skewed):
-    why = _schedulers.scheduler_plugins_skew(tag, kube)
+    why = _scheduler_plugins.scheduler_plugins_skew(tag, kube)
     assert (why is None) is (skewed is None), why
     if skewed:
         assert skewed in why and tag in why and kube in why and "version-skew policy" in why
 
 
 def test_scheduler_plugins_skew_fix_names_a_fitting_release_or_volcano():
-    assert "v0.35.x or v0.34.x" in _schedulers.scheduler_plugins_skew_fix("v1.35.4")
-    late = _schedulers.scheduler_plugins_skew_fix("v1.37.2")
+    assert "v0.35.x or v0.34.x" in _scheduler_plugins.scheduler_plugins_skew_fix("v1.35.4")
+    late = _scheduler_plugins.scheduler_plugins_skew_fix("v1.37.2")
     assert "no scheduler-plugins release is built on Kubernetes 1.35 or later" in late and "volcano" in late
 
 
@@ -201,6 +201,6 @@ def test_gang_info_reports_a_skewed_scheduler_plugins_and_only_it():
         {"kind": "scheduler_plugins", "version": "v0.33.5", "source": "Deployment", "namespace": "sp", "name": "s"},
         {"kind": "volcano", "version": "v1.10.0", "source": "Deployment", "namespace": "vc", "name": "v"},
     ]
-    (p,) = _gang_info.skew_problems(schedulers, "v1.37.2")
+    (p,) = _scheduler_plugins.PATH.cluster_problems(schedulers, [], {"kube_version": "v1.37.2"})
     assert p["object"] == "Deployment sp/s" and "outside Kubernetes' version-skew policy" in p["message"]
-    assert _gang_info.skew_problems(schedulers, "v1.34.0") == []
+    assert _scheduler_plugins.PATH.cluster_problems(schedulers, [], {"kube_version": "v1.34.0"}) == []

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _trainjobs, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _koordinator, _registry, _smoke_objects
 
-NAME, MIN = _workloads.LABEL_GANG_NAME, _workloads.LABEL_GANG_MIN
+NAME, MIN = _koordinator.LABEL_GANG_NAME, _koordinator.LABEL_GANG_MIN
 
 
 def _job(kind, specs_key, replicas):
@@ -23,7 +24,7 @@ def _job(kind, specs_key, replicas):
 
 def test_every_member_template_of_a_job_joins_one_gang_of_all_its_pods():
     job = _job("TFJob", "tfReplicaSpecs", {"PS": 1, "Worker": 4})
-    out = _workloads.label_gang(job, "koord-scheduler")
+    out = _koordinator.label_gang(job, "koord-scheduler")
     for spec in out["spec"]["tfReplicaSpecs"].values():
         assert spec["template"]["metadata"]["labels"] == {NAME: "train", MIN: "5"}
         assert spec["template"]["spec"]["schedulerName"] == "koord-scheduler"
@@ -31,7 +32,7 @@ def test_every_member_template_of_a_job_joins_one_gang_of_all_its_pods():
 
 
 def test_mpijob_launcher_is_not_a_member():
-    out = _workloads.label_gang(_job("MPIJob", "mpiReplicaSpecs", {"Launcher": 1, "Worker": 3}), "koord", 2, "g")
+    out = _koordinator.label_gang(_job("MPIJob", "mpiReplicaSpecs", {"Launcher": 1, "Worker": 3}), "koord", 2, "g")
     specs = out["spec"]["mpiReplicaSpecs"]
     assert specs["Worker"]["template"]["metadata"]["labels"] == {NAME: "g", MIN: "2"}
     assert (
@@ -41,7 +42,7 @@ def test_mpijob_launcher_is_not_a_member():
 
 def test_a_pod_keeps_its_labels():
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app": "x"}}, "spec": {}}
-    out = _workloads.label_gang(pod, "koord-scheduler")
+    out = _koordinator.label_gang(pod, "koord-scheduler")
     assert out["metadata"]["labels"] == {"app": "x", NAME: "p", MIN: "1"}
     assert out["spec"]["schedulerName"] == "koord-scheduler"
 
@@ -58,11 +59,11 @@ def test_a_pod_keeps_its_labels():
 )
 def test_bad_input_is_named(doc, min_available, words):
     with pytest.raises(ValueError, match=words):
-        _workloads.label_gang(doc, "koord-scheduler", min_available)
+        _koordinator.label_gang(doc, "koord-scheduler", min_available)
 
 
 def test_smoke_pods_for_a_label_gang_scheduler_have_no_podgroup():
-    docs, selector = _workloads.pods("ns", "g", "r", 3, {"cpu": "1"}, "koordinator", "koord-scheduler")
+    docs, selector = _smoke_objects.pods("ns", "g", "r", 3, {"cpu": "1"}, "koordinator", "koord-scheduler")
     assert [d["kind"] for d in docs] == ["Pod"] * 3 and selector == "gangsched.kubeflow/gang=g"
     for p in docs:
         assert p["metadata"]["labels"][NAME] == "g" and p["metadata"]["labels"][MIN] == "3"
@@ -71,13 +72,13 @@ def test_smoke_pods_for_a_label_gang_scheduler_have_no_podgroup():
 
 @pytest.mark.parametrize("kind", ["pytorchjob", "tfjob", "mpijob"])
 def test_smoke_jobs_for_a_label_gang_scheduler_label_their_member_templates(kind):
-    (job,), _ = _workloads.kubeflow_job(kind, "ns", "g", "r", 4, {"cpu": "1"}, "koordinator", "koord")
+    (job,), _ = _smoke_objects.kubeflow_job(kind, "ns", "g", "r", 4, {"cpu": "1"}, "koordinator", "koord")
     specs = next(v for k, v in job["spec"].items() if k.endswith("ReplicaSpecs"))
     members = {r: s for r, s in specs.items() if r != "Launcher"}
     assert sum(s["replicas"] for s in members.values()) == 4
     for s in members.values():
         assert s["template"]["metadata"]["labels"][MIN] == "4" and s["template"]["spec"]["schedulerName"] == "koord"
-    (plain,), _ = _workloads.kubeflow_job(kind, "ns", "g", "r", 4, {"cpu": "1"})
+    (plain,), _ = _smoke_objects.kubeflow_job(kind, "ns", "g", "r", 4, {"cpu": "1"})
     assert MIN not in str(plain)
 
 
@@ -103,7 +104,8 @@ def _label_levels(rt):
     "gang,sname,policy", [("scheduler_plugins", "sp-sched", "coscheduling"), ("volcano", "volcano", "volcano")]
 )
 def test_smoke_trainjob_runs_on_a_gang_runtime_of_its_own(gang, sname, policy):
-    (rt, job), selector = _trainjobs.trainjob("ns", "smoke-r-gang", "r", 4, GPU, gang, sname)
+    queue = _registry.get(gang).smoke_queue
+    (rt, job), selector = _trainjobs.trainjob("ns", "smoke-r-gang", "r", 4, GPU, gang, sname, queue=queue)
     assert (rt["kind"], rt["metadata"]["namespace"], rt["metadata"]["name"]) == (
         "TrainingRuntime",
         "ns",
@@ -263,9 +265,9 @@ def test_trainjob_needs_trainer_and_jobset_running():
 
 
 def test_run_kinds_delete_jobs_before_their_runtimes_podgroups_and_pods():
-    kinds = [k for k, _v in _workloads.RUN_KINDS]
-    assert ("TrainJob", "trainer.kubeflow.org/v1alpha1") in _workloads.RUN_KINDS
-    assert ("TrainingRuntime", "trainer.kubeflow.org/v1alpha1") in _workloads.RUN_KINDS
+    kinds = [k for k, _v in _smoke_objects.RUN_KINDS]
+    assert ("TrainJob", "trainer.kubeflow.org/v1alpha1") in _smoke_objects.RUN_KINDS
+    assert ("TrainingRuntime", "trainer.kubeflow.org/v1alpha1") in _smoke_objects.RUN_KINDS
     assert kinds.index("TrainJob") < kinds.index("TrainingRuntime") < kinds.index("PodGroup") < kinds.index("Pod")
     for job in _workloads.JOB_API:
         assert kinds.index(job) < kinds.index("PodGroup")

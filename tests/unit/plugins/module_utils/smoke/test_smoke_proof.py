@@ -13,9 +13,10 @@ import time
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slots
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _trainjobs, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _trainjobs
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _capacity as C
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Forbidden, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _smoke_objects
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis, _smoke, _sweep, _trial, _watch
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict as V
@@ -443,10 +444,10 @@ def test_volcano_serving_another_name_than_the_operators_flag_is_a_problem():
 
 
 def test_volcano_serving_only_another_name_is_a_problem_without_any_operator():
-    probs = _gang_info.problems(FakeClient(), [], [_sched(["lab-other"])], {}, [])
+    probs = _gang_info.path_problems(FakeClient(), [_sched(["lab-other"])], [], None)
     assert [p["object"] for p in probs] == ["Deployment volcano-system/vc-scheduler"]
     assert "serves only lab-other (--scheduler-name), not 'volcano'" in probs[0]["message"]
-    assert _gang_info.problems(FakeClient(), [], [_sched(["lab-other", "volcano"])], {}, []) == []
+    assert _gang_info.path_problems(FakeClient(), [_sched(["lab-other", "volcano"])], [], None) == []
 
 
 class _Clock:
@@ -526,7 +527,7 @@ def test_a_koord_scheduler_that_cannot_gang_schedule_is_a_problem():
         def get_or_none(self, path, what=""):
             return None if "koordinator.sh" in path else super().get_or_none(path, what)
 
-    probs = _gang_info.koordinator_problems(NoKoordinatorCrds(), [koord], "v1.33.5")
+    probs = _gang_info.path_problems(NoKoordinatorCrds(), [koord], [], "v1.33.5")
     msgs = [p["message"] for p in probs]
     assert any(
         "reservations.scheduling.koordinator.sh, devices.scheduling.koordinator.sh" in m and "does not start" in m
@@ -534,7 +535,7 @@ def test_a_koord_scheduler_that_cannot_gang_schedule_is_a_problem():
     ), msgs
     assert any("binds no gang member" in m for m in msgs), msgs
     assert all(p["object"] == "Deployment koordinator-system/koord-scheduler" and p["fix"] for p in probs)
-    assert _gang_info.koordinator_problems(FakeClient(), [_sched(["volcano"])], "v1.33.5") == []
+    assert _gang_info.path_problems(FakeClient(), [_sched(["volcano"])], [], "v1.33.5") == []
 
 
 # ---- workload trainjob ------------------------------------------------------------------------------
@@ -601,7 +602,7 @@ def test_check_mode_scans_for_leftovers_once_per_kind_and_predicts_the_trainjob_
     res = _smoke.run(client, params(workload="trainjob", replicas=5, run_id="r1"), True, print)
     assert res["verdict"] is None and res["expected"] == "pending" and client.writes == []
     assert res["runtime"] == {"kind": "TrainingRuntime", "name": "gangsched-smoke/smoke-r1-gang", "created": True}
-    for kind, version in _workloads.RUN_KINDS:
+    for kind, version in _smoke_objects.RUN_KINDS:
         path = _api.path(kind, "gangsched-smoke", api_version_=version)
         assert client.calls.count(("GET", path)) == 1, (kind, client.calls)
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import copy
 import re
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _flags, _native
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _flags
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native
 
 # the order the components are restarted in: the API server first (the others list the new API at their start)
 COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")

@@ -1,10 +1,14 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Private to this collection: what the collection knows about kube-scheduler's own gang scheduling (the
-Workload and PodGroup API of scheduling.k8s.io) and the traps of its releases. Pure: no I/O. Not a public API."""
+"""Private to this collection: the native gang path — kube-scheduler's own gang scheduling (the Workload and
+PodGroup API of scheduling.k8s.io): its versions and gates, the traps of its releases, the objects of a native gang,
+kube-scheduler's decision on it (the evidence a held verdict needs), and what it refuses. Pure: no I/O. Not a public
+API."""
 
 from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path
 
 GROUP = "scheduling.k8s.io"
 # the Workload API's version by Kubernetes minor (1.35 v1alpha1: Workload only; 1.36 v1alpha2; 1.37 v1beta1),
@@ -156,8 +160,6 @@ def job_priority_problems(workloads: list[dict], podgroups: list[dict], now: flo
 
 
 # ---- the native gang path of the smoke test and the filters ------------------------------------------
-# the gang_scheduler value of kube-scheduler's own gang scheduling
-GANG_PATH = "native"
 # the version the collection creates Workloads and PodGroups at (the shapes it was proven with); 1.35's
 # v1alpha1 and 1.36's v1alpha2 have other shapes and are refused with the minor that serves this one
 SUPPORTED_VERSION = "v1beta1"
@@ -330,3 +332,103 @@ def gang_pods(docs: list, name: str | None = None, min_count: int | None = None)
         join(p.setdefault("spec", {}), gang)
         pods.append(p)
     return head + pods
+
+
+class NativeGang(_gang_path.GangPath):
+    name = "native"
+    title = "kube-scheduler's native gang"
+    role = "native_gang"
+    workloads = ("pods", "job")
+    operator_flag = False
+    decision = True
+    canary_proves_scheduler = True
+    decision_api_version = API_VERSION
+    TURN_ON = TURN_ON
+
+    def served_group(self):
+        return GROUP, ("workloads", "podgroups")
+
+    def served_problem(self, served):
+        return version_problem(served)
+
+    def gang_objects(self, ns, name, labels, replicas):
+        return [workload(ns, name, labels, replicas), podgroup(ns, name, name, labels, replicas)]
+
+    def join(self, pod_spec, name):
+        join(pod_spec, name)
+
+    def gang_job(self, job):
+        return gang_job(job)
+
+    def run_kinds(self):
+        return (("PodGroup", API_VERSION), ("Workload", API_VERSION))
+
+    def refuse_workload(self, wl):
+        return (
+            f"workload={wl} cannot be tested with gang_scheduler={self.name}: no Kubeflow operator or Trainer runtime "
+            "puts its pods in a native gang (kube-scheduler's Workload and PodGroup) yet, so such a job would not be "
+            "gang-scheduled; use workload=pods or workload=job for the native gang, or gang_scheduler=volcano or "
+            "scheduler_plugins for Kubeflow jobs"
+        )
+
+    def refuse_scheduler_name(self, given):
+        if given in (None, SCHEDULER_NAME):
+            return None
+        return (
+            f"scheduler_name={given!r} with gang_scheduler=native: the native gang is scheduled by kube-scheduler's "
+            f"default profile {SCHEDULER_NAME!r}; leave scheduler_name unset"
+        )
+
+    def operator_refusal(self, operator, operator_label, given):
+        return operator_refusal(operator_label or "A Kubeflow operator") + "; nothing was changed"
+
+    def runtime_refusal(self):
+        return operator_refusal("A Kubeflow Trainer v2 runtime")
+
+    def rbac_refusal(self, component):
+        return (
+            f"gang_scheduler=native grants nothing to component={component}: no Kubeflow component creates "
+            "kube-scheduler's Workloads and PodGroups, and kube-scheduler's and the Job controller's rights on them "
+            "are Kubernetes' own bootstrap RBAC (present once the GenericWorkload gate is on); nothing was changed"
+        )
+
+    def scheduler_name(self, given, schedulers, operator_label=None):
+        return SCHEDULER_NAME  # kube-scheduler's default profile runs the gang plugin (given: checked by the caller)
+
+    def describe(self, sname):
+        return f"kube-scheduler ({sname!r}, its native gang)"
+
+    def scheduled(self, pg):
+        return scheduled(pg)
+
+    def owned_by(self, obj, kind, name):
+        return owned_by(obj, kind, name)
+
+    def undecided_canary(self, sname: str, where: str) -> str:
+        """Why a bound canary whose PodGroup was never marked scheduled proves no gang."""
+        return (
+            f"kube-scheduler ({sname!r}) bound the liveness canary, a gang of one, but never marked its PodGroup "
+            f"{where} scheduled ({' or '.join(SCHEDULED_CONDITIONS)}): it schedules the pods one by "
+            "one, without the gang plugin, so no gang would be held. Turn the GenericWorkload feature gate on in "
+            f"kube-scheduler (and kube-controller-manager): {TURN_ON}"
+        )
+
+    def undecided_gang(self, who: str, timeout) -> str:
+        """Why a gang whose members all run, with no decision on its PodGroup, proves nothing."""
+        return (
+            f"every member runs, but {who} never marked the gang's PodGroup scheduled "
+            f"({' or '.join(SCHEDULED_CONDITIONS)}) in {timeout}s: it placed the pods without the gang plugin, "
+            f"so nothing shows they were held as one gang. Turn the GenericWorkload gate on in kube-scheduler: "
+            f"{TURN_ON}"
+        )
+
+    def no_job_podgroup(self, what: str, wait: float) -> str:
+        """Why a Job asking for a gang got no PodGroup from the Job controller."""
+        return (
+            f"the Job controller made no PodGroup for {what} in {wait:.0f}s although the Job asks for a gang "
+            "(spec.scheduling.schedulingPolicy.gang): the native gang's Job integration is off. Turn it on with "
+            f"{TURN_ON_JOBS} (besides {TURN_ON}), or prove the native gang with workload=pods"
+        )
+
+
+PATH = NativeGang()

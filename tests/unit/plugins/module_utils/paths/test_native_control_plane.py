@@ -9,7 +9,7 @@ import copy
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.filter import gang
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _native_control_plane as cp
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native_control_plane as cp
 
 
 def _pod(component: str, *flags: str, image: str | None = None, args: bool = False) -> dict:

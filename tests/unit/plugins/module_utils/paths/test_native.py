@@ -4,10 +4,12 @@ of a system-* priority class), as gang_info reports them."""
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _native, _rbac, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native, _smoke_objects
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import (
     _gang_info_native,
+    _gang_rbac,
     _operator_gang,
     _trainer_runtime_gang_checks,
 )
@@ -186,7 +188,7 @@ def test_an_api_not_served_at_the_version_proven_is_refused_with_what_to_turn_on
 
 
 def test_smoke_pods_are_a_workload_a_podgroup_and_members_that_join_it():
-    docs, selector = _workloads.pods("ns", "g", "run1", 3, {"nvidia.com/gpu": "1"}, "native", "default-scheduler")
+    docs, selector = _smoke_objects.pods("ns", "g", "run1", 3, {"nvidia.com/gpu": "1"}, "native", "default-scheduler")
     assert [d["kind"] for d in docs] == ["Workload", "PodGroup", "Pod", "Pod", "Pod"]
     w, pg = docs[0], docs[1]
     assert w["apiVersion"] == pg["apiVersion"] == "scheduling.k8s.io/v1beta1"
@@ -208,13 +210,13 @@ def test_smoke_pods_are_a_workload_a_podgroup_and_members_that_join_it():
 
 
 def test_the_smoke_job_is_indexed_and_asks_for_a_gang_only_when_native():
-    (job,), _sel = _workloads.indexed_job("ns", "j", "run1", 4, {"nvidia.com/gpu": "1"}, "native")
+    (job,), _sel = _smoke_objects.indexed_job("ns", "j", "run1", 4, {"nvidia.com/gpu": "1"}, "native")
     spec = job["spec"]
     assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 4, 4)
     assert spec["scheduling"] == {"schedulingPolicy": {"gang": {}}}
     assert spec["template"]["metadata"]["labels"][_workloads.RUN_LABEL] == "run1"
     assert _workloads.collection_path(job) == "/apis/batch/v1/namespaces/ns/jobs"
-    (plain,), _sel = _workloads.indexed_job("ns", "j", "run1", 4, {"nvidia.com/gpu": "1"}, None)
+    (plain,), _sel = _smoke_objects.indexed_job("ns", "j", "run1", 4, {"nvidia.com/gpu": "1"}, None)
     assert "scheduling" not in plain["spec"]
 
 
@@ -289,7 +291,7 @@ def _pg(status, msg=""):
 
 
 def test_a_native_gang_running_without_kube_schedulers_mark_is_not_held_running():
-    g = _verdict.Gang(size=2, native=True)
+    g = _verdict.Gang(size=2, decide=_native.scheduled)
     for i in range(2):
         g.observe("MODIFIED", _member(f"m{i}", 10 + i, node="n", phase="Running"), 1.0)
     assert g.verdict(2.0, 5, "running") is None
@@ -300,7 +302,7 @@ def test_a_native_gang_running_without_kube_schedulers_mark_is_not_held_running(
 
 
 def test_a_native_gang_is_held_pending_only_on_its_podgroups_refusal():
-    g = _verdict.Gang(size=2, native=True, skew_seconds=1)
+    g = _verdict.Gang(size=2, decide=_native.scheduled, skew_seconds=1)
     for i in range(2):
         g.observe("MODIFIED", _member(f"m{i}", 10 + i, msg="0/4 nodes are available"), 1.0)
     for i in range(2):
@@ -342,4 +344,4 @@ def test_operators_runtimes_and_rbac_refuse_the_native_gang_before_any_call():
     with pytest.raises(GangError, match="Trainer v2 runtime cannot put its pods in a native gang"):
         _trainer_runtime_gang_checks.validate({"name": "rt", "gang_scheduler": "native"})
     with pytest.raises(GangError, match="bootstrap RBAC"):
-        _rbac.required_rules("training_operator", "native")
+        _gang_rbac.resolve({"component": "training_operator", "gang_scheduler": "native"})

@@ -1,0 +1,193 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: what a gang path is — the base every path (paths/_volcano, _scheduler_plugins,
+_koordinator, _native) overrides where it differs: its names, how a pod joins its gang, what it refuses, the objects
+the smoke test creates for it, what the watch reads and what evidence a verdict needs, how the diagnosis names its
+scheduler, and its gang_info checks. Pure: no I/O (a read is the caller's, or through the client it passes). Not a
+public API."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _podgroups, _schedulers
+
+KUBEFLOW_WORKLOADS = ("pytorchjob", "tfjob", "mpijob")
+
+
+class GangPath:
+    """One gang path, as the smoke test proves it and the modules set it up."""
+
+    # the gang_scheduler value, and the path in messages
+    name = ""
+    title = ""
+    # the role that installs it (roles/<role>)
+    role = ""
+    # the scheduler kind (_schedulers.SCHEDULERS) that runs its gangs; None: kube-scheduler itself
+    scheduler_kind: str | None = None
+    # the PodGroup kind (_podgroups.PODGROUPS) the operators, Trainer and the smoke test create; None: none
+    podgroup_kind: str | None = None
+    # what the smoke test takes (the others are refused before anything is read)
+    workloads: tuple = ("pods", *KUBEFLOW_WORKLOADS, "trainjob")
+    # the Kubeflow operators' gang flag points at it (they create its PodGroups)
+    operator_flag = True
+    # the scheduler name its gangs always name (Volcano's); None: found among the running schedulers;
+    # ``default_scheduler_name``: the one its role installs, where nothing is found (a rendered runtime)
+    fixed_scheduler_name: str | None = None
+    default_scheduler_name: str | None = None
+    # its gangs wait in queues (Volcano's); ``smoke_queue``: the one the smoke PodGroups and TrainJobs name
+    queues = False
+    smoke_queue: str | None = None
+    # a held verdict needs the scheduler's own decision on the gang's PodGroup (nothing else marks the gang), read
+    # from PodGroups of ``decision_api_version`` (``scheduled``)
+    decision = False
+    decision_api_version: str | None = None
+    # its scheduler may be out of sight (a managed control plane): the liveness canary alone proves it runs
+    canary_proves_scheduler = False
+
+    # ---- the API the path needs, checked before the smoke test creates anything --------------------------------
+    def crd(self) -> str | None:
+        """The PodGroup CRD that must be Established (None: the path checks served versions instead)."""
+        return _podgroups.crd_name(self.podgroup_kind) if self.podgroup_kind else None
+
+    def served_group(self) -> tuple[str, tuple] | None:
+        """(API group, resources) whose served versions the path checks, with ``served_problem``."""
+        return None
+
+    def served_problem(self, served: list[str]) -> str | None:
+        return None
+
+    # ---- how a pod joins a gang, the objects a smoke run creates ----------------------------------------------
+    def gang_objects(self, ns: str, name: str, labels: dict, replicas: int) -> list[dict]:
+        """The objects a gang of ``replicas`` pods needs before its pods (its PodGroup)."""
+        if not self.podgroup_kind:
+            return []
+        spec: dict = {"minMember": replicas}
+        spec.update(self.podgroup_spec())
+        return [
+            {
+                "apiVersion": _podgroups.api_version(self.podgroup_kind),
+                "kind": _podgroups.PODGROUPS[self.podgroup_kind]["kind"],
+                "metadata": {"name": name, "namespace": ns, "labels": labels},
+                "spec": spec,
+            }
+        ]
+
+    def podgroup_spec(self) -> dict:
+        """What the path's smoke PodGroups carry besides minMember."""
+        return {}
+
+    def pod_marks(self, name: str, replicas: int) -> tuple[dict, dict]:
+        """(labels, annotations) by which a member pod joins gang ``name``."""
+        if not self.podgroup_kind:
+            return {}, {}
+        where, key = _podgroups.member_key(self.podgroup_kind)
+        return ({key: name}, {}) if where == "label" else ({}, {key: name})
+
+    def join(self, pod_spec: dict, name: str) -> None:
+        """Changes a member pod's spec in place to join gang ``name`` (the native gang's schedulingGroup)."""
+
+    def gang_job(self, job: dict) -> dict:
+        """A plain batch/v1 Job as one gang (only the native gang's Job integration makes one)."""
+        return job
+
+    def kubeflow_job(self, doc: dict, scheduler_name: str | None, replicas: int, name: str) -> dict:
+        """A Kubeflow job as the path gangs it besides the operator's flag (a label gang's labels)."""
+        return doc
+
+    def run_kinds(self) -> tuple:
+        """(kind, apiVersion) of the gang objects a smoke run may create, swept after it."""
+        if not self.podgroup_kind:
+            return ()
+        return (("PodGroup", _podgroups.api_version(self.podgroup_kind)),)
+
+    # ---- refusals ------------------------------------------------------------------------------------------------
+    def refuse_workload(self, workload: str) -> str | None:
+        """The path's own reason not to take ``workload`` (None: the workload's generic reason applies)."""
+        return None
+
+    def refuse_scheduler_name(self, given: str | None) -> str | None:
+        """Why the smoke test cannot run with scheduler_name ``given`` on this path."""
+        return None
+
+    def operator_refusal(self, operator: str, operator_label: str | None, given: str | None) -> str | None:
+        """Why an operator's gang flag cannot point at this path (None: it can)."""
+        return None
+
+    def runtime_refusal(self) -> str | None:
+        """Why a Kubeflow Trainer v2 runtime cannot carry this path's gang (None: it can)."""
+        return None
+
+    def runtime_scheduler_refusal(self, given: str | None) -> str | None:
+        """Why a Trainer runtime's gang cannot name scheduler ``given`` on this path."""
+        return None
+
+    def rbac_refusal(self, component: str) -> str | None:
+        """Why gang_rbac grants nothing to ``component`` on this path (None: the rule tables decide)."""
+        return None
+
+    # ---- the scheduler -------------------------------------------------------------------------------------------
+    def scheduler_name(self, given: str | None, schedulers: list[dict], operator_label: str | None = None) -> str:
+        """The scheduler name this path's gangs name (an operator's gang flag value), from ``given`` and the
+        schedulers found; ``operator_label`` names the operator in messages. Raises GangError."""
+        raise NotImplementedError
+
+    def serves(self, s: dict, sname: str) -> bool:
+        """Whether a found scheduler takes this path's gang pods whose schedulerName is ``sname``."""
+        # a scheduler that forms its gangs from labels ignores the PodGroups of every other path
+        return not _schedulers.label_gangs(s["kind"]) and sname in (s.get("gang_profiles") or [])
+
+    def runs_flag(self, s: dict, sname: str) -> bool:
+        """Whether a found scheduler is the one an operator's gang flag ``sname`` leads to (for a warning)."""
+        return sname in (s["gang_profiles"] or [])
+
+    def claims_flag(self, value: str, schedulers: list[dict]) -> bool:
+        """Whether an operator's gang flag ``value`` names this path's scheduler although the operator's PodGroups
+        are not for it (a koord-scheduler profile)."""
+        return False
+
+    def describe(self, sname: str) -> str | None:
+        """The scheduler behind ``sname`` where it is out of sight (None: found among the schedulers)."""
+        return None
+
+    def not_served_hint(self, schedulers: list[dict], sname: str) -> str | None:
+        """Why no ready scheduler serves ``sname``, where the path knows a cause (its scheduler's own flag)."""
+        return None
+
+    # ---- the watch and the verdict's evidence (paths with ``decision``) -------------------------------------------
+    def scheduled(self, pg: dict | None) -> tuple[str | None, str]:
+        """The scheduler's decision on a PodGroup: ("True", ""), ("False", its message) or (None, "")."""
+        return None, ""
+
+    def undecided_gang(self, who: str, timeout) -> str:
+        """Why a gang whose members all run, with no decision on its PodGroup, proves nothing."""
+        return f"every member runs, but {who} never decided on the gang's PodGroup in {timeout}s"
+
+    # ---- gang_info ----------------------------------------------------------------------------------------------
+    def crds_to_read(self, schedulers: list[dict]) -> tuple:
+        """CRDs gang_info reads for this path's checks, given the schedulers found."""
+        return ()
+
+    def flag_problems(self, o: dict, value: str, schedulers: list[dict], crds: dict) -> list[tuple[str, str]]:
+        """(message, fix) of what is wrong with an operator's gang flag ``value`` that points at this path."""
+        out = []
+        crd = self.crd()
+        if crd and not crds.get(crd, {}).get("established"):
+            out.append(
+                (
+                    f"--{o['gang_flag']}={value} needs CustomResourceDefinition {crd}, which is missing",
+                    f"install {self.name.replace('_', '-')} with its CRDs",
+                )
+            )
+        return out
+
+    def cluster_problems(self, schedulers: list[dict], ops: list[dict], facts: dict) -> list[dict]:
+        """Problems of this path's installation, from what gang_info read (``facts``: kube_version, crd_state)."""
+        return []
+
+
+def where(s: dict) -> str:
+    return f"{s['source']} {s['namespace']}/{s['name']}"
+
+
+def label(s: dict) -> str:
+    return f"{_schedulers.label(s['kind'])} {where(s)}"

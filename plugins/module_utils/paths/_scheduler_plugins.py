@@ -1,0 +1,156 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: the scheduler-plugins gang path — Coscheduling in a second kube-scheduler or in the
+default one, its scheduling.x-k8s.io PodGroups (a pod joins by the label scheduling.x-k8s.io/pod-group) made by the
+Kubeflow operators and Trainer, its releases against Kubernetes' version-skew policy, and what gang_info checks of
+it. Pure: no I/O. Not a public API."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _schedulers
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path, _volcano
+
+_semver = _schedulers.semver
+SMOKE_TIMEOUT = 600  # the smoke PodGroups' scheduleTimeoutSeconds
+
+# scheduler-plugins releases are built on one Kubernetes minor each (v0.X.y on 1.X); the newest served is built
+# on 1.34, so no release fits a cluster of 1.36 or later within the version-skew policy
+SCHEDULER_PLUGINS_NEWEST_MINOR = 34
+
+
+def scheduler_plugins_skew(tag: str | None, kube_version: str | None) -> str | None:
+    """Why a scheduler-plugins release is outside Kubernetes' version-skew policy on this cluster: a
+    kube-scheduler may be at most one minor older than the API server, and never newer. None when within it
+    or when either version is unknown.
+
+    >>> scheduler_plugins_skew("v0.33.5", "v1.34.2") is None
+    True
+    >>> scheduler_plugins_skew("v0.33.5", "v1.37.2")[:60]
+    'scheduler-plugins v0.33.5 is built on Kubernetes 1.33 and the'
+    """
+    v, k = _semver(tag), _semver(kube_version)
+    if v is None or k is None or v[0] != 0 or k[1] - v[1] in (0, 1):
+        return None
+    how = "newer than" if v[1] > k[1] else f"{k[1] - v[1]} minors older than"
+    return (
+        f"scheduler-plugins {tag} is built on Kubernetes 1.{v[1]} and the cluster runs {kube_version}: its scheduler "
+        f"is {how} the API server, outside Kubernetes' version-skew policy (a kube-scheduler at most one minor "
+        "older, never newer)"
+    )
+
+
+def scheduler_plugins_skew_fix(kube_version: str | None) -> str:
+    """What to do about a skewed scheduler-plugins: a fitting release where one exists, else another gang path."""
+    k = _semver(kube_version)
+    if k is not None and k[1] - 1 <= SCHEDULER_PLUGINS_NEWEST_MINOR:
+        return (
+            f"run a scheduler-plugins v0.{k[1]}.x or v0.{k[1] - 1}.x release (scheduler_plugins_version), or "
+            "Volcano (gangsched_gang_scheduler: volcano)"
+        )
+    return (
+        f"no scheduler-plugins release is built on Kubernetes 1.{SCHEDULER_PLUGINS_NEWEST_MINOR + 1} or later: run "
+        "Volcano (gangsched_gang_scheduler: volcano) on this cluster; running scheduler-plugins anyway was accepted "
+        "with scheduler_plugins_accept_skew, and this stays reported"
+    )
+
+
+class SchedulerPlugins(_gang_path.GangPath):
+    name = "scheduler_plugins"
+    title = "scheduler-plugins"
+    role = "scheduler_plugins"
+    scheduler_kind = "scheduler_plugins"
+    podgroup_kind = "scheduler_plugins"
+    default_scheduler_name = "scheduler-plugins-scheduler"
+
+    def podgroup_spec(self) -> dict:
+        return {"scheduleTimeoutSeconds": SMOKE_TIMEOUT}
+
+    def operator_refusal(self, operator, operator_label, given):
+        if operator == "tf_operator":
+            return (
+                "tf_operator's legacy --enable-gang-scheduling works only with kube-batch/Volcano PodGroups; "
+                "use gang_scheduler=volcano, or move to training-operator for scheduler-plugins"
+            )
+        return None
+
+    def runtime_scheduler_refusal(self, given):
+        if given == _volcano.NAME:
+            return (
+                "scheduler_name='volcano' with gang_scheduler=scheduler_plugins: the pods would go to Volcano with a "
+                "coscheduling PodGroup it ignores. Set gang_scheduler=volcano, or scheduler_name to the "
+                "scheduler-plugins profile"
+            )
+        return None
+
+    def scheduler_name(self, given, schedulers, operator_label=None) -> str:
+        served = _schedulers.gang_profiles_of(schedulers, self.scheduler_kind)
+        if given:
+            if given == _volcano.NAME:
+                raise GangError(
+                    "scheduler_name='volcano' with gang_scheduler=scheduler_plugins would switch the operator to "
+                    "Volcano; set gang_scheduler=volcano instead"
+                )
+            if not served and not any(s["kind"] == self.scheduler_kind for s in schedulers):
+                raise GangError(
+                    f"No scheduler-plugins scheduler serves {given!r}: none is deployed. Install scheduler-plugins "
+                    "(role gangsched.kubeflow.scheduler_plugins) first"
+                )
+            if served and given not in served:
+                raise GangError(
+                    f"No scheduler-plugins scheduler serves the profile {given!r} with Coscheduling (found: "
+                    f"{', '.join(served)}). Pods would stay Pending forever; set scheduler_name to one of them"
+                )
+            return given
+        if len(served) == 1:
+            return served[0]
+        if not served:
+            raise GangError(
+                "Cannot determine the scheduler-plugins scheduler name: no scheduler-plugins kube-scheduler with a "
+                "Coscheduling profile was found (Deployments in all namespaces, the kube-scheduler static pod). "
+                "Install it first or set scheduler_name"
+            )
+        raise GangError(
+            f"Cannot determine the scheduler-plugins scheduler name: several Coscheduling profiles run "
+            f"({', '.join(served)}); set scheduler_name to one of them"
+        )
+
+    def flag_problems(self, o, value, schedulers, crds):
+        out = super().flag_problems(o, value, schedulers, crds)
+        running = {n for s in schedulers if s["ready"] for n in s["gang_profiles"]}
+        if value in running:
+            return out
+        profiles = _schedulers.gang_profiles_of(schedulers, self.scheduler_kind)
+        if value == "scheduler-plugins" and profiles:
+            out.append(
+                (
+                    f"--{o['gang_flag']}=scheduler-plugins names no scheduler: the running Coscheduling "
+                    f"profile is {', '.join(profiles)}; members would stay Pending forever",
+                    "run gangsched.kubeflow.operator_gang with gang_scheduler=scheduler_plugins "
+                    f"(derives {profiles[0]})",
+                )
+            )
+        else:
+            out.append(
+                (
+                    f"--{o['gang_flag']}={value} names a scheduler that is not running",
+                    f"deploy a Coscheduling profile named {value}, or fix the flag with "
+                    "gangsched.kubeflow.operator_gang",
+                )
+            )
+        return out
+
+    def cluster_problems(self, schedulers, ops, facts):
+        """scheduler-plugins schedulers whose release is outside Kubernetes' version-skew policy on this cluster
+        (reported on every run, also where the role was told to accept the skew)."""
+        kube = facts.get("kube_version")
+        out = []
+        for s in schedulers:
+            why = scheduler_plugins_skew(s.get("version"), kube) if s["kind"] == self.scheduler_kind else None
+            if why:
+                out.append({"object": _gang_path.where(s), "message": why, "fix": scheduler_plugins_skew_fix(kube)})
+        return out
+
+
+PATH = SchedulerPlugins()
