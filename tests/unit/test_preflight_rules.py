@@ -223,7 +223,7 @@ CASES = {
                 "gang_smoke_test_timeout": 0,
             },
             [
-                "gang_smoke_test_gang_scheduler must be volcano, scheduler_plugins, koordinator or native (got kube",
+                "gang_smoke_test_gang_scheduler must be one of volcano, scheduler_plugins, koordinator, native",
                 "gang_smoke_test_gpus_per_member must be 1 or more",
                 "gang_smoke_test_fit_replicas must be 0 (as many as fit) or 2 or more",
                 "gang_smoke_test_timeout must be seconds > 0",
@@ -231,11 +231,17 @@ CASES = {
         ),
         "TrainJob with Koordinator": (
             {"gang_smoke_test_gang_scheduler": "koordinator", "gang_smoke_test_workload": "trainjob"},
-            ["gang_smoke_test_workload=trainjob cannot be tested with gang_smoke_test_gang_scheduler=koordinator"],
+            [
+                "gang_smoke_test_workload=trainjob with gang_smoke_test_gang_scheduler=koordinator: workload=trainjob "
+                "cannot be tested with gang_scheduler=koordinator"
+            ],
         ),
         "a Kubeflow job for the native gang": (
             {"gang_smoke_test_gang_scheduler": "native", "gang_smoke_test_workload": "pytorchjob"},
-            ["gang_smoke_test_workload=pytorchjob with gang_smoke_test_gang_scheduler=native: kube-scheduler's own"],
+            [
+                "gang_smoke_test_workload=pytorchjob with gang_smoke_test_gang_scheduler=native: workload=pytorchjob "
+                "cannot be tested with gang_scheduler=native"
+            ],
         ),
         "a Job for Volcano": (
             {"gang_smoke_test_gang_scheduler": "volcano", "gang_smoke_test_workload": "job"},

@@ -134,6 +134,10 @@ def serves_mpijob(operator: str, container: dict) -> bool:
     return schemes is None or "mpijob" in schemes
 
 
+# the gang flag value the Kubeflow operators treat as Volcano's; any other value names a scheduler-plugins profile
+VOLCANO_FLAG_VALUE = "volcano"
+
+
 def podgroup_scheduler(gang_value: str) -> str:
     """The gang scheduler whose PodGroups an operator makes for its gang flag's value: Volcano's for
     ``volcano``, scheduler-plugins' (scheduling.x-k8s.io) for any other name.
@@ -141,7 +145,7 @@ def podgroup_scheduler(gang_value: str) -> str:
     >>> podgroup_scheduler("volcano"), podgroup_scheduler("scheduler-plugins-scheduler")
     ('volcano', 'scheduler_plugins')
     """
-    return "volcano" if gang_value == "volcano" else "scheduler_plugins"
+    return "volcano" if gang_value == VOLCANO_FLAG_VALUE else "scheduler_plugins"
 
 
 def mpijob_clash(operator: str, container: dict, mpijob_crd: dict | None) -> str | None:

@@ -19,7 +19,9 @@ GROUP = _api.TRAINER
 KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"  # the runtime annotation Trainer gives the PodGroup
 # the PodGroup kind (_podgroups.PODGROUPS) Trainer makes -> the podGroupPolicy key that makes it
-POLICY = {"scheduler_plugins": "coscheduling", "volcano": "volcano"}
+VOLCANO_POLICY, COSCHEDULING_POLICY = "volcano", "coscheduling"
+VOLCANO_SCHEDULER = "volcano"  # the scheduler name of the pods of a Volcano PodGroup
+POLICY = {"scheduler_plugins": COSCHEDULING_POLICY, "volcano": VOLCANO_POLICY}
 GANG_OF_POLICY = {policy: gang for gang, policy in POLICY.items()}  # coscheduling -> scheduler_plugins
 DEFAULT_TIMEOUT = 60  # Trainer's default scheduleTimeoutSeconds
 
@@ -56,9 +58,9 @@ def gang_runtime(
     if not scheduler_name:
         raise ValueError(f"{what}: scheduler_name is required (the scheduler that runs the {gang_scheduler} gangs)")
     key = POLICY[gang_scheduler]
-    if key == "volcano" and scheduler_name != "volcano":
+    if key == VOLCANO_POLICY and scheduler_name != VOLCANO_SCHEDULER:
         raise ValueError(f"{what}: Volcano gangs are scheduled by 'volcano', not {scheduler_name!r}")
-    if queue and key != "volcano":
+    if queue and key != VOLCANO_POLICY:
         raise ValueError(f"{what}: a queue is a Volcano setting; leave it out with gang_scheduler={gang_scheduler}")
     if schedule_timeout is not None and (
         isinstance(schedule_timeout, bool) or not isinstance(schedule_timeout, int) or schedule_timeout < 1

@@ -76,7 +76,10 @@ def present(client, params: dict, check_mode: bool, warn, kind: str, version: st
     gang, name = params["gang_scheduler"], params["name"]
     ns, target = params.get("namespace") or None, params.get("gang_name") or None
     sname = _trainer_runtime_gang_checks.scheduler_name(client, gang, params.get("scheduler_name"), warn)
-    if _trainer_runtimes.POLICY[gang] != "coscheduling" and params.get("schedule_timeout") is not None:
+    if (
+        _trainer_runtimes.POLICY[gang] != _trainer_runtimes.COSCHEDULING_POLICY
+        and params.get("schedule_timeout") is not None
+    ):
         warn("schedule_timeout is coscheduling's scheduleTimeoutSeconds; Volcano's podGroupPolicy has none: ignored")
     what = _trainer_runtimes.ref(kind, ns, target or name)
     before = result = None

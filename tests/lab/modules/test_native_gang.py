@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _native
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native
 from ansible_run import playbook, run_module
 from kubernetes import client as k
 
@@ -129,7 +129,9 @@ def test_the_smoke_test_playbook_proves_the_native_gang(gated, custom):
     assert got == ["gang_held_running", "gang_held_pending"], got
     assert _left(gated, custom) == []
     refused = playbook(gated, "smoke_test", gangsched_gang_scheduler="native", gang_smoke_test_workload="pytorchjob")
-    assert refused.rc != 0 and "takes pods or a job" in refused.failures(), refused.failures()
+    assert refused.rc != 0 and "use workload=pods or workload=job for the native gang" in refused.failures(), (
+        refused.failures()
+    )
 
 
 def _gang(ns: str, name: str, members: int) -> list[dict]:
