@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lab import build, cluster, images, nodes, versions
-from lab.runner import expand
+from lab import build, cluster, flags, images, nodes, ports, versions
+from lab.podrunner import expand
 
 UPSTREAM = """module example.com/up
 
@@ -218,7 +218,7 @@ def test_runner_tick_in_progress_cannot_start_a_container_for_a_pod_being_stoppe
     import threading
     import types
 
-    from lab import runner as r
+    from lab import containers, podrunner
 
     class Proc:
         def __init__(self):
@@ -238,9 +238,9 @@ def test_runner_tick_in_progress_cannot_start_a_container_for_a_pod_being_stoppe
         if self.proc is not None:
             self.proc.dead = True
 
-    monkeypatch.setattr(r.PodRun, "start_container", slow_start)
-    monkeypatch.setattr(r.PodRun, "push_status", lambda self, force=False: None)
-    monkeypatch.setattr(r.Container, "stop", stop_container)
+    monkeypatch.setattr(podrunner.PodRun, "start_container", slow_start)
+    monkeypatch.setattr(podrunner.PodRun, "push_status", lambda self, force=False: None)
+    monkeypatch.setattr(containers.Container, "stop", stop_container)
     fake_runner = types.SimpleNamespace(
         lab=types.SimpleNamespace(pods=tmp_path), allocate_ip=lambda: "10.245.9.2", release_ip=lambda ip: None
     )
@@ -248,7 +248,7 @@ def test_runner_tick_in_progress_cannot_start_a_container_for_a_pod_being_stoppe
         "metadata": {"namespace": "ns", "name": "p", "uid": "u"},
         "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/kube-scheduler:v1.33.5"}]},
     }
-    run = r.PodRun(fake_runner, pod)
+    run = podrunner.PodRun(fake_runner, pod)
     ticking = threading.Thread(target=run.tick)
     ticking.start()
     assert entered.wait(2)
@@ -282,36 +282,36 @@ def test_a_failed_stage_is_told_by_its_failed_tests_and_its_end():
 
 
 def test_free_port_is_below_the_kernels_range_for_client_sockets_and_bindable():
-    low = cluster.ephemeral_ports()[0]
-    ports = {cluster.free_port() for _ in range(20)}
-    assert all(10000 <= p < low for p in ports), (low, ports)
-    assert len(ports) > 1  # random, so labs starting side by side rarely try the same one
+    low = ports.ephemeral_ports()[0]
+    picked = {ports.free_port() for _ in range(20)}
+    assert all(10000 <= p < low for p in picked), (low, picked)
+    assert len(picked) > 1  # random, so labs starting side by side rarely try the same one
     with socket.socket() as s:  # free: a component can listen on it
-        s.bind(("127.0.0.1", ports.pop()))
+        s.bind(("127.0.0.1", picked.pop()))
 
 
 def test_a_port_is_claimed_once_until_its_claim_expires(tmp_path):
     # two labs starting side by side: the second one to ask for the same free port is refused it
-    assert cluster.claim_port(31158, tmp_path) is True
-    assert cluster.claim_port(31158, tmp_path) is False
-    assert cluster.claim_port(31159, tmp_path) is True
+    assert ports.claim_port(31158, tmp_path) is True
+    assert ports.claim_port(31158, tmp_path) is False
+    assert ports.claim_port(31159, tmp_path) is True
     # long after, its component bound it or never will: the claim has expired and can be taken over
-    old = time.time() - cluster.PORT_CLAIM_SECONDS - 1
+    old = time.time() - ports.PORT_CLAIM_SECONDS - 1
     os.utime(tmp_path / "31158", (old, old))
-    assert cluster.claim_port(31158, tmp_path) is True
-    assert cluster.claim_port(31158, tmp_path) is False
+    assert ports.claim_port(31158, tmp_path) is True
+    assert ports.claim_port(31158, tmp_path) is False
 
 
 def test_free_port_never_hands_out_a_port_claimed_by_another_lab(tmp_path, monkeypatch):
-    monkeypatch.setattr(cluster, "PORT_CLAIMS", tmp_path)
-    first, second, third = [p for p in range(21000, 21100) if cluster.port_free(p)][:3]
+    monkeypatch.setattr(ports, "PORT_CLAIMS", tmp_path)
+    first, second, third = [p for p in range(21000, 21100) if ports.port_free(p)][:3]
     for port in (first, second):  # free, but handed to another lab that has not bound them yet
         (tmp_path / str(port)).touch()
     tries = iter([first, second, third])
-    monkeypatch.setattr(cluster.random, "randrange", lambda *_: next(tries))
-    assert cluster.free_port() == third
+    monkeypatch.setattr(ports.random, "randrange", lambda *_: next(tries))
+    assert ports.free_port() == third
     assert (tmp_path / str(third)).exists()  # claimed now: the next lab is refused it
-    assert cluster.claim_port(third, tmp_path) is False
+    assert ports.claim_port(third, tmp_path) is False
 
 
 @pytest.mark.parametrize(
@@ -329,8 +329,8 @@ def test_kubernetes_release_not_run_by_the_lab_names_those_it_runs(wanted):
 
 
 def test_kcm_controllers_name_only_what_the_minor_has():
-    assert cluster.kcm_controllers(37) == "*,-nodeipam"
-    assert "-cloud-node-lifecycle" in cluster.kcm_controllers(33)
+    assert flags.kcm_controllers(37) == "*,-nodeipam"
+    assert "-cloud-node-lifecycle" in flags.kcm_controllers(33)
 
 
 def test_binaries_sharing_their_link_flags_build_in_one_go_build_under_their_lab_names(tmp_path, monkeypatch):
@@ -374,13 +374,13 @@ def test_an_addon_is_a_component_until_stopped_and_down_stops_it(tmp_path):
 
 
 def test_the_flux_git_server_serves_clone_and_push_over_smart_http(tmp_path):
-    from lab import flux
+    from lab import fluxgit
 
     repos = tmp_path / "git"
     repos.mkdir()
-    flux.git("init", "--quiet", "--bare", "--initial-branch=main", str(repos / "r.git"))
-    flux.git("config", "http.receivepack", "true", cwd=repos / "r.git")
-    port = cluster.free_port()
+    fluxgit.git("init", "--quiet", "--bare", "--initial-branch=main", str(repos / "r.git"))
+    fluxgit.git("config", "http.receivepack", "true", cwd=repos / "r.git")
+    port = ports.free_port()
     lab = cluster.Lab(tmp_path / "lab")
     lab.root.mkdir()
     lab.start_addon(
@@ -391,15 +391,15 @@ def test_the_flux_git_server_serves_clone_and_push_over_smart_http(tmp_path):
     try:
         url = f"http://127.0.0.1:{port}/r.git"
         lab._wait(lambda: cluster._http_ok(f"{url}/info/refs?service=git-upload-pack"), "git", 30)
-        flux.git("clone", "--quiet", url, str(tmp_path / "a"))
-        flux.git("symbolic-ref", "HEAD", "refs/heads/main", cwd=tmp_path / "a")
+        fluxgit.git("clone", "--quiet", url, str(tmp_path / "a"))
+        fluxgit.git("symbolic-ref", "HEAD", "refs/heads/main", cwd=tmp_path / "a")
         (tmp_path / "a" / "f.yaml").write_bytes(os.urandom(200_000))  # a push of more than one chunk
-        flux.git("add", ".", cwd=tmp_path / "a")
-        flux.git("commit", "--quiet", "-m", "one", cwd=tmp_path / "a")
-        flux.git("-c", "http.postBuffer=4096", "push", "--quiet", "origin", "HEAD:main", cwd=tmp_path / "a")
-        sha = flux.git("rev-parse", "HEAD", cwd=tmp_path / "a")
-        assert flux.git("rev-parse", "main", cwd=repos / "r.git") == sha
-        flux.git("clone", "--quiet", url, str(tmp_path / "b"))
+        fluxgit.git("add", ".", cwd=tmp_path / "a")
+        fluxgit.git("commit", "--quiet", "-m", "one", cwd=tmp_path / "a")
+        fluxgit.git("-c", "http.postBuffer=4096", "push", "--quiet", "origin", "HEAD:main", cwd=tmp_path / "a")
+        sha = fluxgit.git("rev-parse", "HEAD", cwd=tmp_path / "a")
+        assert fluxgit.git("rev-parse", "main", cwd=repos / "r.git") == sha
+        fluxgit.git("clone", "--quiet", url, str(tmp_path / "b"))
         assert (tmp_path / "b" / "f.yaml").read_bytes() == (tmp_path / "a" / "f.yaml").read_bytes()
         assert "git-receive-pack" in lab.log_path("git").read_text()
     finally:
