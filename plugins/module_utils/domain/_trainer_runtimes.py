@@ -7,7 +7,7 @@ ClusterTrainingRuntime) gang-scheduled. Trainer has no operator flag: the runtim
 ``volcano`` for Volcano), and Trainer never sets ``schedulerName``, so every replicated job's pod
 template must name the scheduler, else the pods go to the default scheduler carrying an unused PodGroup
 label (a silent partial start). The PodGroup's minResources sums container requests: limits alone give
-none. The problems gang_info reports about them are _runtime_problems'. Pure: no I/O. Not a public API."""
+none. The problems gang_info reports about them are _trainer_runtime_problems'. Pure: no I/O. Not a public API."""
 
 from __future__ import annotations
 

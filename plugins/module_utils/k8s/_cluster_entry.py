@@ -4,7 +4,7 @@
 """Private to this collection: the one shape of every cluster module — check the options argspec
 cannot, make the client, call the runner, turn the collection's exception into a failed task and
 anything else into an internal error (traceback in ``exception`` only), return the diff only in diff
-mode — run by the module's own process (``_execute.execute``) or in Ansible's worker (plugin_utils/_inprocess).
+mode — run by the module's own process (``_module_main.execute``) or in Ansible's worker (plugin_utils/_inprocess).
 Not a public API."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Private to this collection: every module's main(), from its entry (``_module.cluster_entry`` or one of
+"""Private to this collection: every module's main(), from its entry (``_cluster_entry.cluster_entry`` or one of
 the module's own shape): ``argument_spec``, ``module_kwargs`` for AnsibleModule, ``missing()`` (None, or
 the failed task's ``msg`` and ``exception`` when a library it needs does not import) and
 ``run(params, check_mode, diff, name, warn) -> result`` (``failed`` and ``msg`` when it failed). The

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: reads and writes of the objects the modules work on, and the reads
 behind discovery of the gang schedulers and Kubeflow operators running in a cluster (the classifying
-is ``_discovery``'s), and the two RBAC reads as a ServiceAccount (a SubjectAccessReview; the rules bound
+is ``_component_discovery``'s), and the two RBAC reads as a ServiceAccount (a SubjectAccessReview; the rules bound
 to it elsewhere). Raises, never fails a module. Not a public API."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def mpijob_clash(client, operator: str, container: dict) -> str | None:
     return _operators.mpijob_clash(operator, container, crd(client, _operators.MPIJOB_CRD))
 
 
-# ---- discovery: the reads; _discovery classifies -------------------------------------------------------
+# ---- discovery: the reads; _component_discovery classifies -------------------------------------------------------
 def list_deployments(client) -> list[dict]:
     """Every Deployment in the cluster: the one list discovery classifies."""
     return client.list(_api.path("Deployment"), what="Deployments (all namespaces)")

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: gang_info's reads of kube-scheduler's own gang (scheduling.k8s.io), its facts
-and its problems (``_native`` decides). Part of gang_info's runner (``_info``), imported by it only.
+and its problems (``_native`` decides). Part of gang_info's runner (``_gang_info``), imported by it only.
 Not a public API."""
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: gang_info's reads of Kubeflow Trainer v2 (its controllers, runtimes, TrainJobs and
-the v1 jobs that could share a TrainJob's PodGroup), its facts and its problems (``_runtime_problems`` decides).
-Part of gang_info's runner (``_info``), imported by it only. Not a public API."""
+the v1 jobs that could share a TrainJob's PodGroup), its facts and its problems (``_trainer_runtime_problems`` decides).
+Part of gang_info's runner (``_gang_info``), imported by it only. Not a public API."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _ser
 def pod_keep(trainers: list[dict]):
     """A slim copy of a pod (``_capacity.slim_pod``), and for the pods of Trainer's Deployments
     (``_component_discovery.trainers``) also when they and their containers started: all that gang_info's facts
-    read of a pod. ``gather`` keeps no pod (``_podfold.PodFold``)."""
+    read of a pod. ``gather`` keeps no pod (``_pod_facts.PodFold``)."""
     if not trainers:
         return _capacity.slim_pod
     deps = [t["deployment"] for t in trainers]
@@ -50,7 +50,7 @@ def pod_keep(trainers: list[dict]):
 
 def trainer_controllers(found: list[dict], started: list[str | None]) -> list[dict]:
     """``found``: ``_component_discovery.trainers``; ``started``: when each one's pods started
-    (``_podfold.PodFold.started``, i.e. ``_component_discovery.deployment_started``)."""
+    (``_pod_facts.PodFold.started``, i.e. ``_component_discovery.deployment_started``)."""
     out = []
     for f, start in zip(found, started, strict=True):
         dep, c = f["deployment"], f["container"]

@@ -4,7 +4,7 @@
 """Private to this collection: what gpu_node_info reads on a GPU node (read-only) — the driver through NVML
 (``pynvml``, from nvidia-ml-py) or ``nvidia-smi`` when the binding is absent, containerd's configuration and
 version, the CDI specs, and the device plugin sockets and registrations of the kubelet — and the problems
-``_gpu_node`` finds in them. Not a public API."""
+``_gpu_node_facts`` finds in them. Not a public API."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: what trainer_runtime_gang checks before it writes — the options, the runtime CRDs,
 the scheduler that serves the gang, the runtime itself (and where else one of that name is), a copy's owner, the
-TrainJobs already on it. Part of trainer_runtime_gang's runner (``_runtime_gang``), imported by it only. Raises
+TrainJobs already on it. Part of trainer_runtime_gang's runner (``_trainer_runtime_gang``), imported by it only. Raises
 GangError. Not a public API."""
 
 from __future__ import annotations
