@@ -42,6 +42,9 @@ KINDS = {
     "ClusterTrainingRuntime": (TRAINER, "v1alpha1", "clustertrainingruntimes", False),
     "Workload": ("scheduling.k8s.io", "v1beta1", "workloads", True),
     "PodGroup": (None, None, "podgroups", True),
+    "Queue": ("scheduling.volcano.sh", "v1beta1", "queues", False),
+    "Event": ("", "v1", "events", True),
+    "ResourceQuota": ("", "v1", "resourcequotas", True),
     # Flux, the GitOps engine flux_synced waits on
     "Kustomization": ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", True),
     "GitRepository": ("source.toolkit.fluxcd.io", "v1", "gitrepositories", True),

@@ -3,9 +3,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: what gang_info learns from the pods, folded one pod at a time as a
 cluster-wide scan decodes them, so that its memory grows with the nodes and the gangs, never with the
-pods: the GPUs requested per node, each gang's bound and waiting members (the partial gangs), the
-Pending pods no scheduler has looked at (per schedulerName: how many, and the three that waited
-longest), and when Trainer's controller pods started. Pure: no I/O. Not a public API."""
+pods: the GPUs requested per node, each gang's bound and waiting members (the partial gangs) and the GPUs its
+members ask for (a gang that can never fit), the Pending pods no scheduler has looked at (per schedulerName: how
+many, and the three that waited longest), the pods that carry a gang scheduler's member key, per schedulerName (a gang
+that never reaches its scheduler), and when Trainer's controller pods started. Pure: no I/O. Not a public API."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ GANG_KEYS = (
     ("label", "gangsched.kubeflow/gang"),
 )
 TERMINAL = ("Succeeded", "Failed")
+# a label gang's minimum (seed 003, Koordinator); a PodGroup's minMember is read with the PodGroup
+LABEL_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
 EXAMPLES = 3  # the longest-waiting pods a no-progress problem names
 
 
@@ -51,9 +54,22 @@ def gang_key(pod: dict) -> str | None:
 
 class _Gang:
     """One gang's members so far: the names of those bound and of those waiting past the threshold
-    (a partial gang lists them all), the GPUs the bound hold, their nodes, the longest wait."""
+    (a partial gang lists them all), the GPUs the bound hold, their nodes, the longest wait; how many members
+    there are, how many are unbound (of any age), the GPUs all of them ask for and the most one unbound asks for."""
 
-    __slots__ = ("bound", "held", "nodes", "pending", "longest")
+    __slots__ = (
+        "bound",
+        "held",
+        "nodes",
+        "pending",
+        "longest",
+        "members",
+        "unbound",
+        "asked",
+        "largest",
+        "example",
+        "minimum",
+    )
 
     def __init__(self):
         self.bound: list[str] = []
@@ -61,6 +77,12 @@ class _Gang:
         self.nodes: set[str] = set()
         self.pending: list[str] = []
         self.longest = 0.0
+        self.members = 0
+        self.unbound = 0
+        self.asked = 0.0
+        self.largest = 0.0
+        self.example = ""
+        self.minimum: int | None = None
 
 
 class PodFold:
@@ -87,6 +109,7 @@ class PodFold:
         self._gangs: dict[str, _Gang] = {}
         self._waiting: dict[str, list] = {}  # schedulerName -> [count, min-heap of the longest (age, 'ns/name')]
         self._started: list[str | None] = [None] * len(self._trainers)
+        self._keyed: dict[tuple, list] = {}  # (member key, schedulerName) -> [pods, unbound, an example 'ns/name']
         self._error: ValueError | None = None
 
     def __call__(self, pod: dict) -> None:
@@ -111,8 +134,8 @@ class PodFold:
             return  # holds no GPU, no longer a gang member, not waiting
         node = spec.get("nodeName")
         age = None
+        req = _capacity.pod_request(pod)
         if node:
-            req = _capacity.pod_request(pod)
             self._requested[node] = self._requested.get(node, 0.0) + req
         elif not md.get("deletionTimestamp") and st.get("phase", "Pending") == "Pending":
             if not any(c.get("type") == "PodScheduled" for c in st.get("conditions") or []):
@@ -122,12 +145,28 @@ class PodFold:
                     w[0] += 1
                     item = (age, f"{md.get('namespace')}/{md.get('name')}")
                     (heapq.heappush if len(w[1]) < EXAMPLES else heapq.heappushpop)(w[1], item)
+        if not md.get("deletionTimestamp"):
+            for mk in _podgroups.member_keys():
+                if (md.get("annotations" if mk[0] == "annotation" else "labels") or {}).get(mk[1]):
+                    k = self._keyed.setdefault((mk, spec.get("schedulerName") or "default-scheduler"), [0, 0, ""])
+                    k[0] += 1
+                    k[1] += 0 if node else 1
+                    k[2] = k[2] or f"{md.get('namespace')}/{md.get('name')}"
         key = gang_key(pod)
         if not key:
             return
         g = self._gangs.get(key)
         if g is None:
             g = self._gangs[key] = _Gang()
+        g.members += 1
+        g.asked += req
+        least = (md.get("labels") or {}).get(LABEL_MIN)
+        if least and least.isdigit():
+            g.minimum = int(least)
+        if not node:
+            g.unbound += 1
+            if req > g.largest:
+                g.largest, g.example = req, f"{md.get('namespace')}/{md.get('name')}"
         if node:
             g.bound.append(md.get("name"))
             g.held += req
@@ -172,6 +211,55 @@ class PodFold:
             for key, g in sorted(self._gangs.items())
             if g.bound and g.pending
         ]
+
+    def unfit(self, per_node: list[dict], minimums: dict | None = None) -> list[dict]:
+        """Gangs with unbound members that can never run here, whatever else leaves (``per_node``:
+        ``nodes_capacity``): a member asking for more GPUs than any schedulable node has, or the gang's minimum
+        (``minimums``: 'namespace/gang' -> its PodGroup's minMember; a label gang's own label; else every member)
+        asking for more than all schedulable nodes have together. Counted from the moment the pods exist."""
+        self._check()
+        minimums = minimums or {}
+        nodes = [n for n in per_node if n.get("schedulable", True)]
+        most = max((n["allocatable"] for n in nodes), default=0.0)
+        total = sum(n["allocatable"] for n in nodes)
+        out = []
+        for key, g in sorted(self._gangs.items()):
+            if not g.unbound or not g.asked:
+                continue
+            if g.largest > most:
+                out.append(
+                    {
+                        "gang": key,
+                        "pod": g.example,
+                        "asks": _capacity.num(g.largest),
+                        "most": _capacity.num(most),
+                        "members": g.members,
+                        "why": "member",
+                    }
+                )
+            elif g.asked > total:
+                out.append(
+                    {
+                        "gang": key,
+                        "pod": g.example,
+                        "asks": _capacity.num(g.asked),
+                        "most": _capacity.num(total),
+                        "members": g.members,
+                        "why": "gang",
+                    }
+                )
+        return out
+
+    def keyed(self) -> dict[tuple, tuple[int, int, str]]:
+        """(member key, schedulerName) -> (pods that carry the key, of them unbound, an example 'ns/name'), for the
+        pods that carry a gang scheduler's member key (_podgroups.member_keys)."""
+        self._check()
+        return {k: tuple(v) for k, v in sorted(self._keyed.items())}
+
+    def gangs(self) -> set[str]:
+        """'namespace/gang' of every gang with a live (non-terminal) member."""
+        self._check()
+        return set(self._gangs)
 
     def waiting(self) -> dict[str, tuple[int, list[tuple[float, str]]]]:
         """schedulerName -> (how many Pending pods no scheduler looked at for the threshold or longer,

@@ -181,8 +181,88 @@ class GangPath:
         return out
 
     def cluster_problems(self, schedulers: list[dict], ops: list[dict], facts: dict) -> list[dict]:
-        """Problems of this path's installation, from what gang_info read (``facts``: kube_version, crd_state)."""
+        """Problems of this path's installation and of the gangs on it, from what gang_info read (``facts``:
+        kube_version, crd_state, lists (this path's ``lists``, by name), gangs (the gangs with a live member),
+        keyed (PodFold.keyed), now, threshold)."""
+        return self.member_problems(facts.get("keyed") or {}, schedulers) + self.podgroup_problems(facts)
+
+    def lists(self, crds: dict) -> dict[str, tuple[str, str]]:
+        """What gang_info lists cluster-wide for this path's checks, by name: (kind, apiVersion); its PodGroups
+        where their CRD is Established (``crds``: gang_info's podgroup_crds)."""
+        if not self.podgroup_kind or not crds.get(_podgroups.crd_name(self.podgroup_kind), {}).get("established"):
+            return {}
+        return {"podgroups": ("PodGroup", _podgroups.api_version(self.podgroup_kind))}
+
+    def member_key(self) -> tuple[str, str] | None:
+        """Where a pod names its gang on this path (annotation or label, key); None: no such key."""
+        kind = self.podgroup_kind or self.scheduler_kind
+        return _podgroups.member_key(kind) if kind in _podgroups.PODGROUPS else None
+
+    def member_problems(self, keyed: dict, schedulers: list[dict]) -> list[dict]:
+        """Pods that carry this path's member key but name a scheduler that does not gang-schedule them on this
+        path (a v1 job's pods on default-scheduler): scheduled one by one, without the gang."""
+        key, out = self.member_key(), []
+        for (mk, sname), (count, unbound, example) in keyed.items():
+            if mk != key or any(self.serves(s, sname) for s in schedulers):
+                continue
+            out.append(
+                {
+                    "object": f"Pods {example}" + (f" and {count - 1} more" if count > 1 else ""),
+                    "message": f"{count} pod(s) ({unbound} unbound) carry the {key[0]} {key[1]} of a {self.title} gang "
+                    f"but schedulerName {sname!r}, which no {self.title} scheduler serves as a gang: they are "
+                    "scheduled one by one, so a job that does not fit starts in part (some pods Running, GPUs held)",
+                    "fix": f"point the job's operator at {self.title} (gangsched.kubeflow.operator_gang, or the "
+                    "Trainer runtime's schedulerName with gangsched.kubeflow.trainer_runtime_gang), then submit the "
+                    "job again",
+                }
+            )
+        return out
+
+    def podgroup_problems(self, facts: dict) -> list[dict]:
+        """Problems of this path's PodGroups (listed by ``lists``): each path reads its own status."""
         return []
+
+    def stale_candidates(self, facts: dict) -> list[tuple[dict, dict]]:
+        """(PodGroup, its controller's ownerReference) of this path's PodGroups that are not finished, have no live
+        member and are older than the threshold: gang_info reads each owner, and ``stale_problem`` names those gone."""
+        out = []
+        for pg in (facts.get("lists") or {}).get("podgroups") or []:
+            md = pg.get("metadata") or {}
+            key = f"{md.get('namespace')}/{md.get('name')}"
+            phase = (pg.get("status") or {}).get("phase")
+            created = _timestamp(md.get("creationTimestamp"))
+            if key in facts.get("gangs", ()) or phase in self.finished_phases or created is None:
+                continue
+            if facts["now"] - created < facts["threshold"]:
+                continue
+            owner = next((o for o in md.get("ownerReferences") or [] if o.get("controller")), None)
+            if owner:
+                out.append((pg, owner))
+        return out
+
+    # the PodGroup phases of a gang that is over (its PodGroup is kept until its job goes)
+    finished_phases: tuple = ("Completed", "Finished", "Failed", "Succeeded")
+
+    def stale_problem(self, pg: dict, owner: dict) -> dict:
+        md = pg.get("metadata") or {}
+        phase = (pg.get("status") or {}).get("phase") or "no phase"
+        return {
+            "object": f"PodGroup {md.get('namespace')}/{md.get('name')}",
+            "message": f"the {self.title} PodGroup is {phase} with no pod, and its {owner.get('kind')} "
+            f"{md.get('namespace')}/{owner.get('name')} is gone: a stale gang object"
+            + (" that still counts against its queue" if self.queues else ""),
+            "fix": f"delete it (kubectl -n {md.get('namespace')} delete "
+            f"podgroups.{_podgroups.group(self.podgroup_kind)} {md.get('name')}); the operator that owned it no "
+            "longer removes it",
+        }
+
+
+def _timestamp(s: str | None) -> float | None:
+    import datetime
+
+    if not s:
+        return None
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def where(s: dict) -> str:

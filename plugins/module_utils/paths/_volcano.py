@@ -7,11 +7,17 @@ Kubeflow operators and Trainer, and what gang_info checks of it. Pure: no I/O. N
 
 from __future__ import annotations
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _capacity
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path
 
 NAME = "volcano"  # the scheduler name Volcano serves by default, and the value the operators treat as Volcano's
 FLAG_FIX = "remove --scheduler-name from the Volcano scheduler's args (it then serves volcano), or add "
+QUEUE_API = "scheduling.volcano.sh/v1beta1"
+DEFAULT_QUEUE = "default"  # the queue of a PodGroup that names none (Volcano's admission sets it)
+# PodGroup phases of a gang that holds no resource yet (Inqueue holds its queue's share)
+WAITING = ("Pending", "Inqueue", "Unknown", None)
+CLOSED = ("Closed", "Closing")
 
 
 class Volcano(_gang_path.GangPath):
@@ -81,12 +87,35 @@ class Volcano(_gang_path.GangPath):
             )
         return out
 
+    def lists(self, crds):
+        out = super().lists(crds)
+        if out:
+            out["queues"] = ("Queue", QUEUE_API)
+        return out
+
+    def podgroup_problems(self, facts):
+        """Volcano PodGroups that wait on their queue: one that names a queue that does not exist or is closed,
+        whose minResources exceed the queue's capability (never enqueued), or that Volcano left Pending with its
+        own word that the queue cannot take it."""
+        listed = facts.get("lists") or {}
+        queues = {(q.get("metadata") or {}).get("name"): q for q in listed.get("queues") or []}
+        out = []
+        for pg in listed.get("podgroups") or []:
+            st = pg.get("status") or {}
+            if st.get("phase") not in WAITING or not queues:
+                continue
+            problem = queue_problem(pg, queues, facts)
+            if problem:
+                out.append(problem)
+        return out
+
     def cluster_problems(self, schedulers, ops, facts):
+        out = super().cluster_problems(schedulers, ops, facts)
         ready = [s for s in schedulers if s["kind"] == self.scheduler_kind and s["ready"]]
         if not ready or any(NAME in s["scheduler_names"] for s in ready) or any(o["gang_value"] == NAME for o in ops):
-            return []
+            return out
         # no operator points at it yet: the Kubeflow operators' Volcano gangs would still be unseen
-        return [
+        return out + [
             {
                 "object": f"Deployment {s['namespace']}/{s['name']}",
                 "message": f"the Volcano scheduler serves only {', '.join(s['scheduler_names'])} (--scheduler-name), "
@@ -96,6 +125,67 @@ class Volcano(_gang_path.GangPath):
             }
             for s in ready
         ]
+
+
+def _queue_numbers(q: dict) -> str:
+    spec, st = q.get("spec") or {}, q.get("status") or {}
+    parts = [f"capability {spec['capability']}"] if spec.get("capability") else []
+    parts += [f"{k} {st[k]}" for k in ("allocated", "inqueue", "pending", "running") if st.get(k)]
+    return ", ".join(parts) or "no capability set"
+
+
+def queue_problem(pg: dict, queues: dict, facts: dict) -> dict | None:
+    """Why a waiting Volcano PodGroup is held by its queue, from the PodGroup and the Queue objects; None when
+    nothing there says so."""
+    md, spec, st = pg.get("metadata") or {}, pg.get("spec") or {}, pg.get("status") or {}
+    obj = f"PodGroup {md.get('namespace')}/{md.get('name')}"
+    qname = spec.get("queue") or DEFAULT_QUEUE
+    q = queues.get(qname)
+    if q is None:
+        return {
+            "object": obj,
+            "message": f"its job names Volcano queue {qname!r}, which does not exist (queues: "
+            f"{', '.join(sorted(queues))}): Volcano never enqueues it and its pods stay Pending",
+            "fix": f"create Queue {qname}, or set the job's queue (runPolicy.schedulingPolicy.queue, or the runtime "
+            f"annotation scheduling.volcano.sh/queue-name) to one that exists, such as {DEFAULT_QUEUE}",
+        }
+    state = (q.get("status") or {}).get("state")
+    if state in CLOSED:
+        return {
+            "object": obj,
+            "message": f"its Volcano queue {qname!r} is {state}: a closed queue takes no new job, so the gang waits "
+            "until the queue is opened again",
+            "fix": f"open Queue {qname} (vcctl queue operate --name {qname} --action open), or submit the job to an "
+            "open queue",
+        }
+    cap, want = (q.get("spec") or {}).get("capability") or {}, spec.get("minResources") or {}
+    over = [r for r in sorted(want) if r in cap and _capacity.quantity(want[r]) > _capacity.quantity(cap[r])]
+    if over:
+        numbers = ", ".join(f"{r} {want[r]} > {cap[r]}" for r in over)
+        return {
+            "object": obj,
+            "message": f"the gang needs more than its Volcano queue {qname!r} may ever hold ({numbers}, "
+            "minResources against the queue's capability): it is never enqueued, whatever else finishes",
+            "fix": f"raise Queue {qname}'s spec.capability for {', '.join(over)}, or submit the job to a queue whose "
+            "capability holds it",
+        }
+    created = _gang_path._timestamp(md.get("creationTimestamp"))
+    if st.get("phase") != "Pending" or created is None or facts["now"] - created < facts["threshold"]:
+        return None
+    said = [
+        c
+        for c in st.get("conditions") or []
+        if c.get("status") == "True"
+        and (c.get("reason") == "NotInqueueable" or "queue" in (c.get("message") or "").lower())
+    ]
+    if not said:
+        return None
+    return {
+        "object": obj,
+        "message": f"Volcano has not let the gang into its queue {qname!r} for {int(facts['now'] - created)}s: "
+        f"{said[-1].get('message') or said[-1].get('reason')} (queue: {_queue_numbers(q)})",
+        "fix": f"wait for jobs of queue {qname} to finish, raise its capability, or submit the job to another queue",
+    }
 
 
 PATH = Volcano()

@@ -20,7 +20,11 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info_native, _gang_info_trainer
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import (
+    _gang_info_gangs,
+    _gang_info_native,
+    _gang_info_trainer,
+)
 
 DEVICE_PLUGIN_IMAGES = {"k8s-device-plugin": "nvidia-device-plugin", "gpu-operator": "gpu-operator"}
 # The k8s-device-plugin image also runs these helpers, which advertise no GPU (the chart's MPS control
@@ -142,15 +146,11 @@ def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugin
     return out
 
 
-def path_problems(client, schedulers: list[dict], ops: list[dict], kube_version: str | None) -> list[dict]:
-    """Each gang path's checks of its installation (GangPath.cluster_problems), with the CRDs they ask for read once
-    (only where a path asks: koord-scheduler's, when one is found)."""
-    names = sorted({n for p in _registry.PATHS.values() for n in p.crds_to_read(schedulers)})
-    facts = {
-        "kube_version": kube_version,
-        "crd_state": {n: _service.crd_established(_service.crd(client, n)) for n in names},
-    }
-    return [problem for p in _registry.PATHS.values() for problem in p.cluster_problems(schedulers, ops, facts)]
+def path_problems(client, schedulers: list[dict], ops: list[dict], kube_version: str | None, **extra) -> list[dict]:
+    """Each gang path's checks of its installation and its gangs (GangPath.cluster_problems), with what they read
+    read once (``_gang_info_gangs.path_facts``; ``extra``: now, threshold, the gangs and keyed pods of the fold)."""
+    facts = _gang_info_gangs.path_facts(client, schedulers, kube_version, extra.pop("crds", None), extra)
+    return _gang_info_gangs.path_problems(client, schedulers, ops, facts)
 
 
 def _where(s: dict) -> str:
@@ -255,7 +255,16 @@ def gather(client, params: dict, now: float) -> dict:
                 )
                 break
     probs = problems(client, ops, schedulers, crds, plugins)
-    probs += path_problems(client, schedulers, ops, version.get("gitVersion"))
+    facts = _gang_info_gangs.path_facts(
+        client,
+        schedulers,
+        version.get("gitVersion"),
+        crds,
+        {"now": now, "threshold": threshold, "gangs": pods.gangs(), "keyed": pods.keyed()},
+    )
+    probs += _gang_info_gangs.path_problems(client, schedulers, ops, facts)
+    probs += _gang_info_gangs.unfit_problems(pods.unfit(per_node, _gang_info_gangs.minimums(facts)))
+    probs += _gang_info_gangs.event_problems(client)
     native_facts, native_probs = _gang_info_native.native_info(client, now, threshold)
     probs += native_probs
     probs += stalled_problems(pods.waiting(), schedulers, ops)

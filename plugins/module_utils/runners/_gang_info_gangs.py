@@ -1,0 +1,126 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: gang_info's reads of what holds a gang back — each gang path's lists (its PodGroups,
+Volcano's queues) read once cluster-wide and handed to the path's checks, the owners of PodGroups left without a pod
+(a stale gang object), the FailedCreate events of the jobs (a quota or an admission webhook that let only part of a
+gang be created), and the gangs that can never fit. Part of gang_info's runner (``_gang_info``), imported by it
+only. Not a public API."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
+
+OWNER_READS = 20  # the owners of stale-looking PodGroups read in one run, at most
+EVENT_EXAMPLES = 3
+
+
+def path_facts(client, schedulers: list[dict], kube_version: str | None, crds: dict | None, extra: dict) -> dict:
+    """What every path's checks read, each read once: the CRDs they ask for, and per path its lists."""
+    names = sorted({n for p in _registry.PATHS.values() for n in p.crds_to_read(schedulers)})
+    facts = {
+        "kube_version": kube_version,
+        "crd_state": {n: _service.crd_established(_service.crd(client, n)) for n in names},
+        **extra,
+    }
+    lists: dict[str, dict] = {}
+    for p in _registry.PATHS.values():
+        for name, (kind, api_version) in p.lists(crds or {}).items():
+            lists.setdefault(p.name, {})[name] = client.list_or_empty(
+                _api.path(kind, api_version_=api_version), what=f"{kind}s ({p.title}, all namespaces)"
+            )
+    facts["lists"] = lists
+    return facts
+
+
+def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) -> list[dict]:
+    """Each gang path's checks (GangPath.cluster_problems) on its own lists, then its stale PodGroups (an owner
+    read each, at most OWNER_READS)."""
+    out, reads = [], 0
+    for p in _registry.PATHS.values():
+        mine = {**facts, "lists": (facts.get("lists") or {}).get(p.name, {})}
+        out += p.cluster_problems(schedulers, ops, mine)
+        if "now" not in facts:
+            continue
+        for pg, owner in p.stale_candidates(mine):
+            if owner.get("kind") not in _api.KINDS or reads >= OWNER_READS:
+                continue
+            reads += 1
+            ns = (pg.get("metadata") or {}).get("namespace")
+            what = f"{owner['kind']} {ns}/{owner.get('name')}"
+            try:
+                found = client.get_or_none(_api.path(owner["kind"], ns, owner.get("name")), what)
+            except ApiError:
+                continue  # its CRD gone, or no right to read it: not evidence that it is gone
+            if found is None or (found.get("metadata") or {}).get("uid") not in (None, owner.get("uid")):
+                out.append(p.stale_problem(pg, owner))
+    return out
+
+
+def minimums(facts: dict) -> dict[str, int]:
+    """'namespace/name' -> minMember of every PodGroup the paths listed."""
+    out = {}
+    for lists in (facts.get("lists") or {}).values():
+        for pg in lists.get("podgroups") or []:
+            md, spec = pg.get("metadata") or {}, pg.get("spec") or {}
+            if isinstance(spec.get("minMember"), int):
+                out[f"{md.get('namespace')}/{md.get('name')}"] = spec["minMember"]
+    return out
+
+
+def unfit_problems(unfit: list[dict]) -> list[dict]:
+    """A gang that can never fit, with the numbers, from PodFold.unfit."""
+    out = []
+    for u in unfit:
+        if u["why"] == "member":
+            message = (
+                f"pod {u['pod']} asks for {u['asks']} GPU(s) and no schedulable node has more than {u['most']}: the "
+                f"gang {u['gang']} can never start, and it holds its queue's share or blocks others while it waits"
+            )
+            fix = f"ask for at most {u['most']} GPU(s) a pod (more pods, fewer GPUs each), or add a node that has more"
+        else:
+            message = (
+                f"the gang {u['gang']} needs {u['members']} members asking for {u['asks']} GPU(s) together, and all "
+                f"schedulable nodes have {u['most']}: it can never start"
+            )
+            fix = "make the gang smaller (replicas, or its minimum) or add GPU nodes"
+        out.append({"object": f"Pod {u['pod']}", "message": message, "fix": fix})
+    return out
+
+
+def event_problems(client) -> list[dict]:
+    """The jobs whose controller could not create pods (FailedCreate events, read once): a namespace quota that let
+    only part of a gang be created, or an admission webhook that refused the members (Volcano's, while the gang's
+    PodGroup is missing or not yet Inqueue)."""
+    try:
+        events = client.list(_api.path("Event"), what="FailedCreate events", fieldSelector="reason=FailedCreate")
+    except ApiError:
+        return []
+    by_object: dict[tuple, list] = {}
+    for e in events:
+        io, msg = e.get("involvedObject") or {}, e.get("message") or ""
+        cause = "quota" if "exceeded quota" in msg else "admission" if "admission webhook" in msg else None
+        if cause:
+            key = (io.get("kind"), io.get("namespace"), io.get("name"), cause)
+            by_object.setdefault(key, []).append((e.get("count") or 1, msg))
+    out = []
+    for (kind, ns, name, cause), found in sorted(by_object.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        count = sum(c for c, _m in found)
+        said = found[-1][1]
+        if cause == "quota":
+            message = (
+                f"its controller could not create {count} pod(s): a namespace ResourceQuota refused them ({said}); "
+                "the gang's other members may hold GPUs while these never come"
+            )
+            fix = f"raise the ResourceQuota of namespace {ns} to hold the whole gang, or make the job smaller"
+        else:
+            message = f"an admission webhook refused {count} of its pods ({said})"
+            fix = (
+                "check the gang's PodGroup (it must exist and be Inqueue before Volcano admits its pods) and the "
+                "webhook's component; then the controller creates the pods again"
+            )
+        out.append({"object": f"{kind} {ns}/{name}", "message": message, "fix": fix})
+    return out
