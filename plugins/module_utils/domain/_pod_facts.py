@@ -237,17 +237,20 @@ class PodFold:
                         "why": "member",
                     }
                 )
-            elif g.asked > total:
-                out.append(
-                    {
-                        "gang": key,
-                        "pod": g.example,
-                        "asks": _capacity.num(g.asked),
-                        "most": _capacity.num(total),
-                        "members": g.members,
-                        "why": "gang",
-                    }
-                )
+            else:
+                least = min(minimums.get(key) or g.minimum or g.members, g.members)
+                need = g.asked * least / g.members
+                if need > total:
+                    out.append(
+                        {
+                            "gang": key,
+                            "pod": g.example,
+                            "asks": _capacity.num(need),
+                            "most": _capacity.num(total),
+                            "members": least,
+                            "why": "gang",
+                        }
+                    )
         return out
 
     def keyed(self) -> dict[tuple, tuple[int, int, str]]:

@@ -151,7 +151,7 @@ class Koordinator(_gang_path.GangPath):
     def cluster_problems(self, schedulers, ops, facts):
         """koord-scheduler set up so that it cannot gang-schedule: a CRD it needs at start missing, or a
         version that binds no gang member here."""
-        missing = [n for n in KOORDINATOR_CRDS if not facts["crd_state"].get(n)]
+        missing = [n for n in KOORDINATOR_CRDS if not (facts.get("crd_state") or {}).get(n)]
         out = []
         for s in (s for s in schedulers if s["kind"] == self.scheduler_kind):
             obj = _gang_path.where(s)

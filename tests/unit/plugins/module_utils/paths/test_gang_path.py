@@ -1,0 +1,169 @@
+"""What every gang path checks of its gangs (paths/_gang_path), and gang_info's reads for them: member pods that never
+reach their gang scheduler, PodGroups left without a pod whose owner is gone (an owner read each), gangs that can
+never fit, and the jobs a quota or an admission webhook let create only part of their pods."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _pod_facts
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _koordinator, _scheduler_plugins, _volcano
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info_gangs
+
+NOW = 1_800_000_000.0
+OLD = "2027-01-01T00:00:00Z"
+VOLCANO = {"kind": "volcano", "ready": True, "scheduler_names": ["volcano"], "gang_profiles": ["volcano"]}
+SP = {"kind": "scheduler_plugins", "ready": True, "scheduler_names": ["sp"], "gang_profiles": ["sp"]}
+KOORD = {"kind": "koordinator", "ready": True, "scheduler_names": ["koord"], "gang_profiles": ["koord"]}
+GANG = "scheduling.k8s.io/group-name"
+
+
+def _pod(name, sname, node=None, gpus=1, annotations=None, labels=None):
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "creationTimestamp": OLD,
+            "annotations": annotations or {},
+            "labels": labels or {},
+        },
+        "spec": {
+            "schedulerName": sname,
+            **({"nodeName": node} if node else {}),
+            "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
+        },
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+def test_pods_with_a_paths_member_key_on_another_scheduler_are_named():
+    pods = [_pod(f"w{i}", "default-scheduler", node="n1" if i else None, annotations={GANG: "job"}) for i in range(3)]
+    keyed = _pod_facts.fold(pods, NOW, 60).keyed()
+    (p,) = _volcano.PATH.member_problems(keyed, [VOLCANO])
+    assert p["object"] == "Pods team/w0 and 2 more"
+    assert "3 pod(s) (1 unbound) carry the annotation scheduling.k8s.io/group-name of a Volcano gang" in p["message"]
+    assert "'default-scheduler'" in p["message"] and "operator_gang" in p["fix"]
+    # the same pods on the scheduler that serves them, and a label gang on koord-scheduler, say nothing
+    served = [_pod("w", "volcano", annotations={GANG: "job"})]
+    assert _volcano.PATH.member_problems(_pod_facts.fold(served, NOW, 60).keyed(), [VOLCANO]) == []
+    koord = [_pod("k", "koord", labels={_koordinator.LABEL_GANG_NAME: "g", _koordinator.LABEL_GANG_MIN: "1"})]
+    assert _koordinator.PATH.member_problems(_pod_facts.fold(koord, NOW, 60).keyed(), [KOORD]) == []
+    sp = [_pod("s", "default-scheduler", labels={"scheduling.x-k8s.io/pod-group": "g"})]
+    sp_default = {**SP, "gang_profiles": ["default-scheduler"]}  # Coscheduling in the default scheduler
+    assert _scheduler_plugins.PATH.member_problems(_pod_facts.fold(sp, NOW, 60).keyed(), [sp_default]) == []
+    assert len(_scheduler_plugins.PATH.member_problems(_pod_facts.fold(sp, NOW, 60).keyed(), [SP])) == 1
+
+
+NODES = [{"name": f"n{i}", "allocatable": 4, "schedulable": True} for i in range(2)]
+
+
+def test_a_gang_that_can_never_fit_is_named_with_the_numbers():
+    big = [_pod(f"b{i}", "volcano", gpus=8, annotations={GANG: "big"}) for i in range(2)]
+    many = [_pod(f"m{i}", "volcano", gpus=2, annotations={GANG: "many"}) for i in range(5)]
+    ok = [_pod(f"o{i}", "volcano", gpus=2, annotations={GANG: "ok"}) for i in range(4)]
+    unfit = _pod_facts.fold(big + many + ok, NOW, 60).unfit(NODES)
+    assert [(u["gang"], u["why"], u["asks"], u["most"]) for u in unfit] == [
+        ("team/big", "member", 8, 4),
+        ("team/many", "gang", 10, 8),
+    ]
+    # a minimum of 4 of the 5 fits the 8 GPUs: the gang can start
+    assert _pod_facts.fold(many, NOW, 60).unfit(NODES, {"team/many": 4}) == []
+    (p, q) = _gang_info_gangs.unfit_problems(unfit)
+    assert "asks for 8 GPU(s) and no schedulable node has more than 4" in p["message"] and "at most 4" in p["fix"]
+    assert "5 members asking for 10 GPU(s) together" in q["message"]
+
+
+class _Client:
+    def __init__(self, objects=None, events=()):
+        self.objects, self.events, self.reads = objects or {}, list(events), []
+
+    def get_or_none(self, path, what=""):
+        self.reads.append(path)
+        return self.objects.get(path)
+
+    def list(self, path, what="", **query):
+        assert query == {"fieldSelector": "reason=FailedCreate"}
+        return self.events
+
+    def list_or_empty(self, path, what="", **query):
+        return []
+
+
+def _podgroup(name, owner_kind="PyTorchJob", phase="Inqueue", uid="u1"):
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "creationTimestamp": OLD,
+            "ownerReferences": [{"kind": owner_kind, "name": name, "uid": uid, "controller": True}],
+        },
+        "spec": {"minMember": 2},
+        "status": {"phase": phase},
+    }
+
+
+def test_a_podgroup_without_pods_whose_owner_is_gone_is_stale():
+    facts = {
+        "now": NOW,
+        "threshold": 60,
+        "gangs": {"team/live"},
+        "keyed": {},
+        "lists": {
+            "volcano": {
+                "podgroups": [
+                    _podgroup("gone"),
+                    _podgroup("live"),
+                    _podgroup("done", phase="Completed"),
+                    _podgroup("here"),
+                ],
+                "queues": [],
+            }
+        },
+    }
+    here = "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/here"
+    client = _Client({here: {"metadata": {"uid": "u1"}}})
+    probs = _gang_info_gangs.path_problems(client, [VOLCANO], [], facts)
+    assert [p["object"] for p in probs] == ["PodGroup team/gone"]
+    assert "Inqueue with no pod, and its PyTorchJob team/gone is gone" in probs[0]["message"]
+    assert (
+        "still counts against its queue" in probs[0]["message"]
+        and "delete podgroups.scheduling.volcano.sh" in probs[0]["fix"]
+    )
+    assert client.reads == [
+        "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/gone",
+        here,
+    ]  # the live and done are not read
+
+
+def test_failed_creates_of_a_quota_or_an_admission_webhook_are_named_per_job():
+    def ev(name, msg, count=1):
+        return {
+            "involvedObject": {"kind": "PyTorchJob", "namespace": "team", "name": name},
+            "message": msg,
+            "count": count,
+        }
+
+    client = _Client(
+        events=[
+            ev("q", 'pods "q-worker-3" is forbidden: exceeded quota: gpus, requested: requests.nvidia.com/gpu=1', 2),
+            ev("a", 'admission webhook "validatepod.volcano.sh" denied the request: failed to get PodGroup'),
+            ev("x", "something else"),
+        ]
+    )
+    probs = _gang_info_gangs.event_problems(client)
+    assert [p["object"] for p in probs] == ["PyTorchJob team/a", "PyTorchJob team/q"]
+    assert "refused 1 of its pods" in probs[0]["message"] and "Inqueue" in probs[0]["fix"]
+    assert "could not create 2 pod(s): a namespace ResourceQuota refused them" in probs[1]["message"]
+
+
+def test_nothing_is_read_or_said_on_a_healthy_cluster():
+    facts = {
+        "now": NOW,
+        "threshold": 60,
+        "gangs": {"team/live"},
+        "keyed": {},
+        "lists": {"volcano": {"podgroups": [_podgroup("live", phase="Running")], "queues": []}},
+    }
+    client = _Client()
+    assert _gang_info_gangs.path_problems(client, [VOLCANO], [], facts) == [] and client.reads == []
+    assert _gang_info_gangs.event_problems(_Client()) == []
+    assert NotFound  # the client's 404 is get_or_none's None
