@@ -81,6 +81,26 @@ options:
         without the label), as is a name the cluster has no node of.
     type: dict
     default: {}
+  job:
+    description:
+      - One job to explain end to end, in RV(job) - why it is Pending, partial or running, and what to do.
+      - Its namespace's pods of the job, ResourceQuotas and Events are read besides the cluster-wide reads.
+    type: dict
+    suboptions:
+      kind:
+        description:
+          - The job's kind - C(PyTorchJob), C(TFJob), C(MPIJob), C(XGBoostJob), C(PaddleJob), C(JAXJob), C(TrainJob),
+            a batch C(Job), or C(PodGroup) for the pods of one PodGroup.
+        type: str
+        required: true
+      namespace:
+        description: The job's namespace.
+        type: str
+        required: true
+      name:
+        description: The job's name.
+        type: str
+        required: true
 seealso:
   - module: gangsched.kubeflow.gang_smoke_test
   - module: gangsched.kubeflow.operator_gang
@@ -91,6 +111,18 @@ EXAMPLES = r"""
 - name: Gather gang facts
   gangsched.kubeflow.gang_info:
   register: gang
+
+- name: Why is my job Pending?
+  gangsched.kubeflow.gang_info:
+    job:
+      kind: PyTorchJob
+      namespace: team-a
+      name: resnet
+  register: why
+
+- name: Say why
+  ansible.builtin.debug:
+    msg: "{{ why.job.why }}"
 
 - name: Fail on any problem
   ansible.builtin.assert:
@@ -247,6 +279,76 @@ partial_gangs:
   type: list
   elements: dict
   sample: [{"gang": "team-a/job-1", "bound": ["job-1-worker-0"], "pending": ["job-1-worker-1"], "gpus_held": 1}]
+job:
+  description: The chain of the job O(job) names, and why it is where it is.
+  returned: when O(job) is given
+  type: dict
+  contains:
+    kind:
+      description: The job's kind.
+      type: str
+    namespace:
+      description: The job's namespace.
+      type: str
+    name:
+      description: The job's name.
+      type: str
+    found:
+      description: Whether the job (or the PodGroup) exists.
+      type: bool
+    gang:
+      description: Its gang object (a PodGroup named after the job), the path it belongs to, its C(minMember) and what
+        the scheduler last said on it (its phase and newest condition); null when none was found.
+      type: dict
+    queue:
+      description: The Volcano queue its PodGroup names, with the queue's spec and status; null off Volcano.
+      type: dict
+    quotas:
+      description: The ResourceQuotas of its namespace, each with C(hard) and C(used).
+      type: list
+      elements: dict
+    pods:
+      description: Its pods, each with C(name), C(phase), C(node), C(scheduler_name) and, while unbound, what the
+        scheduler said (the pod's C(PodScheduled) condition).
+      type: list
+      elements: dict
+    events:
+      description: The newest events of the job, its gang object and its pods, oldest first.
+      type: list
+      elements: str
+    operator_flag:
+      description: The gang flag of the operator that runs the job kind (C(deployment), C(flag), C(value)); null when
+        none runs.
+      type: dict
+    problems:
+      description: The entries of RV(problems) that name the job, its gang object or its pods.
+      type: list
+      elements: dict
+    why:
+      description: One line - why the job is Pending, partial or running, and what to do.
+      type: str
+    summary:
+      description: The explanation as lines to read - RV(job.why) first, then the gang object, the queue, the
+        quotas, the pods, the operator's flag, the events and the problems (what C(playbooks/why.yml) prints).
+      type: list
+      elements: str
+  sample:
+    kind: PyTorchJob
+    namespace: team-a
+    name: resnet
+    found: true
+    gang: {"path": "volcano", "name": "resnet", "min_member": 5, "scheduler_said": "phase Pending"}
+    queue: {"name": "team-a", "found": true, "spec": {"capability": {"nvidia.com/gpu": "4"}}, "status": {"state": "Open"}}
+    quotas: []
+    pods: []
+    events: []
+    operator_flag: {"deployment": "kubeflow/training-operator", "flag": "gang-scheduler-name", "value": "volcano"}
+    problems: []
+    why: "no pod yet: its gang object resnet is at phase Pending; the operator creates the pods once the gang
+      scheduler lets the gang in"
+    summary: ["PyTorchJob team-a/resnet: no pod yet: its gang object resnet is at phase Pending; the operator creates
+        the pods once the gang scheduler lets the gang in", "gang: volcano PodGroup resnet, minMember 5: phase
+        Pending", "queue: team-a (Open)"]
 """
 
 import time
@@ -263,7 +365,18 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
 def entry() -> dict:
     """The module's options and runner, for main() and the in-process action plugin."""
     return cluster_entry(
-        with_auth(partial_threshold_seconds=dict(type="int", default=60), gpu_nodes=dict(type="dict", default={})),
+        with_auth(
+            partial_threshold_seconds=dict(type="int", default=60),
+            gpu_nodes=dict(type="dict", default={}),
+            job=dict(
+                type="dict",
+                options=dict(
+                    kind=dict(type="str", required=True),
+                    namespace=dict(type="str", required=True),
+                    name=dict(type="str", required=True),
+                ),
+            ),
+        ),
         run,
         {"partial_threshold_seconds": 0},
     )

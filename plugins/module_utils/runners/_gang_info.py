@@ -22,6 +22,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _ser
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import (
     _gang_info_gangs,
+    _gang_info_job,
     _gang_info_native,
     _gang_info_trainer,
 )
@@ -213,6 +214,7 @@ def stalled_problems(waiting: dict, schedulers: list[dict], ops: list[dict]) -> 
 
 
 def gather(client, params: dict, now: float) -> dict:
+    _gang_info_job.check(params.get("job"))
     version = client.get("/version", what="the API server version")
     nodes = client.scan(_api.path("Node"), what="Nodes", keep=_capacity.slim_node)
     # one list of every Deployment, classified into schedulers, operators and Trainer's controllers
@@ -275,8 +277,9 @@ def gather(client, params: dict, now: float) -> dict:
     probs += trainer_probs
     for o in ops:
         o.pop("_container")
+    job = _gang_info_job.explain(client, params["job"], facts, ops, probs) if params.get("job") else None
     gpu = [n for n in per_node if n["capacity"]]
-    return {
+    out = {
         "kubernetes_version": version.get("gitVersion"),
         "nodes": per_node,
         "gpus": {
@@ -295,3 +298,6 @@ def gather(client, params: dict, now: float) -> dict:
         "problems": probs,
         "partial_gangs": pods.partial_gangs(),
     }
+    if job is not None:
+        out["job"] = job
+    return out

@@ -1,0 +1,218 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: gang_info's explanation of one job — the job, its gang object and what the scheduler
+last said about it, its queue and the namespace's quotas, its pods and their events, the operator's gang flag, the
+problems of the whole read that touch it, and one line that says why it is Pending (or partial, or running) and what
+to do. Part of gang_info's runner (``_gang_info``), imported by it only. Not a public API."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _pod_facts, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
+
+# a job kind -> the label its controller puts on its pods, valued with the job's name
+POD_LABEL = {
+    **{kind: "training.kubeflow.org/job-name" for kind in _workloads.REPLICA_SPECS},
+    "TrainJob": "jobset.sigs.k8s.io/jobset-name",
+    "Job": "batch.kubernetes.io/job-name",
+}
+KINDS = (*POD_LABEL, "PodGroup")
+OPERATOR = {kind.lower(): op for kind, (_crd, op) in ((k, v) for k, v in _workloads.JOB_CRDS.items())}
+EVENTS = 10  # the newest events of the job, its gang object and its pods
+
+
+def check(job: dict | None) -> None:
+    """The job option names a kind the explanation knows, a namespace and a name."""
+    if job is None:
+        return
+    if job.get("kind") not in KINDS:
+        raise GangError(
+            f"job.kind={job.get('kind')!r} is not one of {', '.join(KINDS)}; set job.kind to the job's kind"
+        )
+    for key in ("namespace", "name"):
+        if not job.get(key):
+            raise GangError(f"job.{key} is required: the {key} of the {job['kind']} to explain")
+
+
+def _podgroup(facts: dict, ns: str, name: str, kind: str) -> tuple[str | None, dict | None]:
+    """(path, PodGroup) of the job among the PodGroups the paths listed: named after the job (the operators',
+    Trainer's) or, for ``kind`` PodGroup, the one named."""
+    for path, lists in (facts.get("lists") or {}).items():
+        for pg in lists.get("podgroups") or []:
+            md = pg.get("metadata") or {}
+            if md.get("namespace") == ns and md.get("name") == name:
+                return path, pg
+    return None, None
+
+
+def _said(pg: dict | None) -> str | None:
+    """What the scheduler last said on a PodGroup: its phase and its newest True condition."""
+    if not pg:
+        return None
+    st = pg.get("status") or {}
+    conds = [c for c in st.get("conditions") or [] if c.get("status") == "True"]
+    last = conds[-1] if conds else {}
+    words = f"phase {st.get('phase') or 'unset'}"
+    if last:
+        words += f", {last.get('type')}: {last.get('reason') or ''} {last.get('message') or ''}".rstrip()
+    return words
+
+
+def _pods(client, kind: str, ns: str, name: str) -> list[dict]:
+    path = _api.path("Pod", ns)
+    if kind == "PodGroup":
+        pods = client.list_or_empty(path, what=f"Pods in {ns}")
+        return [p for p in pods if _pod_facts.gang_key(p) == f"{ns}/{name}"]
+    return client.list_or_empty(path, what=f"Pods of {kind} {ns}/{name}", labelSelector=f"{POD_LABEL[kind]}={name}")
+
+
+def _pod_row(p: dict) -> dict:
+    md, spec, st = p.get("metadata") or {}, p.get("spec") or {}, p.get("status") or {}
+    why = next(
+        (c.get("message") or c.get("reason") for c in st.get("conditions") or [] if c.get("type") == "PodScheduled"),
+        None,
+    )
+    return {
+        "name": md.get("name"),
+        "phase": st.get("phase"),
+        "node": spec.get("nodeName"),
+        "scheduler_name": spec.get("schedulerName") or "default-scheduler",
+        "scheduler_said": None if spec.get("nodeName") else why,
+    }
+
+
+def _quotas(client, ns: str) -> list[dict]:
+    out = []
+    for q in client.list_or_empty(_api.path("ResourceQuota", ns), what=f"ResourceQuotas in {ns}"):
+        st = q.get("status") or {}
+        out.append({"name": q["metadata"]["name"], "hard": st.get("hard") or {}, "used": st.get("used") or {}})
+    return out
+
+
+def _events(client, ns: str, names: set[str]) -> list[str]:
+    events = client.list_or_empty(_api.path("Event", ns), what=f"Events in {ns}")
+    mine = [e for e in events if (e.get("involvedObject") or {}).get("name") in names]
+    mine.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+    return [
+        f"{(e.get('involvedObject') or {}).get('kind')} {(e.get('involvedObject') or {}).get('name')}: "
+        f"{e.get('reason')}: {e.get('message')}"
+        for e in mine[-EVENTS:]
+    ]
+
+
+def _why(found, rows: list[dict], pg: dict | None, said: str | None, touching: list[dict], what: str) -> str:
+    """One line: why the job is where it is, and what to do, from the evidence gathered."""
+    if not found:
+        return f"{what} does not exist: check its kind, namespace and name"
+    if touching:
+        return f"{touching[0]['message']}. Fix: {touching[0]['fix']}"
+    bound = [r for r in rows if r["node"]]
+    if not rows:
+        if pg is not None:
+            return (
+                f"no pod yet: its gang object {pg['metadata']['name']} is at {said}; the operator creates the pods "
+                "once the gang scheduler lets the gang in"
+            )
+        return f"no pod and no gang object yet: check that the operator of {what} runs, and its log"
+    if len(bound) == len(rows):
+        return f"running: all {len(rows)} pod(s) bound"
+    if bound:
+        return (
+            f"partial: {len(bound)} of {len(rows)} pods bound, the others Pending; a gang scheduler would have held "
+            "them all: check that its pods name the gang scheduler and carry its gang"
+        )
+    refusals = sorted({r["scheduler_said"] for r in rows if r["scheduler_said"]})
+    if refusals:
+        return (
+            f"held as one gang: none of its {len(rows)} pods is bound, and the scheduler said: {refusals[0]}. It "
+            "starts when the whole gang fits: free GPUs, or make it smaller"
+        )
+    return (
+        f"Pending: no scheduler has looked at its {len(rows)} pod(s) yet (schedulerName "
+        f"{rows[0]['scheduler_name']!r}); check that the scheduler runs and serves that name"
+    )
+
+
+def explain(client, job: dict, facts: dict, ops: list[dict], problems: list[dict]) -> dict:
+    """gang_info's ``job`` fact: the chain of one job, from what the run read and a few reads of its namespace."""
+    kind, ns, name = job["kind"], job["namespace"], job["name"]
+    what = f"{kind} {ns}/{name}"
+    found = True
+    if kind != "PodGroup":
+        found = client.get_or_none(_api.path(kind, ns, name), what) is not None
+    path, pg = _podgroup(facts, ns, name, kind)
+    if kind == "PodGroup" and pg is None:
+        found = False
+    rows = [_pod_row(p) for p in _pods(client, kind, ns, name)] if found else []
+    said = _said(pg)
+    names = {name, *(r["name"] for r in rows)}
+    touching = [
+        p for p in problems if f"{ns}/{name}" in p["object"] or any(f"{ns}/{r['name']}" in p["object"] for r in rows)
+    ]
+    queue = None
+    if pg is not None and _registry.get(path).queues:
+        qname = (pg.get("spec") or {}).get("queue") or "default"
+        listed = (facts.get("lists") or {}).get(path, {}).get("queues") or []
+        q = next((q for q in listed if q["metadata"]["name"] == qname), None)
+        queue = {
+            "name": qname,
+            "found": q is not None,
+            "spec": (q or {}).get("spec"),
+            "status": (q or {}).get("status"),
+        }
+    op = OPERATOR.get(kind.lower())
+    flag = next(
+        (
+            {"deployment": o["deployment"], "flag": o["gang_flag"], "value": o["gang_value"]}
+            for o in ops
+            if o["operator"] == op
+        ),
+        None,
+    )
+    out = {
+        "kind": kind,
+        "namespace": ns,
+        "name": name,
+        "found": found,
+        "gang": None
+        if pg is None
+        else {
+            "path": path,
+            "name": pg["metadata"]["name"],
+            "min_member": (pg.get("spec") or {}).get("minMember"),
+            "scheduler_said": said,
+        },
+        "queue": queue,
+        "quotas": _quotas(client, ns) if found else [],
+        "pods": rows,
+        "events": _events(client, ns, names) if found else [],
+        "operator_flag": flag,
+        "problems": touching,
+        "why": _why(found, rows, pg, said, touching, what),
+    }
+    out["summary"] = summary(out)
+    return out
+
+
+def summary(job: dict) -> list[str]:
+    """The explanation as lines to read: the why first, then the chain."""
+    lines = [f"{job['kind']} {job['namespace']}/{job['name']}: {job['why']}"]
+    g, q, flag = job["gang"], job["queue"], job["operator_flag"]
+    if g:
+        lines.append(f"gang: {g['path']} PodGroup {g['name']}, minMember {g['min_member']}: {g['scheduler_said']}")
+    if q:
+        state = (q.get("status") or {}).get("state") or "no state"
+        lines.append(f"queue: {q['name']} ({state if q['found'] else 'missing'})")
+    for quota in job["quotas"]:
+        used = ", ".join(f"{k} {quota['used'].get(k, 0)}/{v}" for k, v in sorted(quota["hard"].items()))
+        lines.append(f"quota {quota['name']}: {used}")
+    for r in job["pods"]:
+        where = f"on {r['node']}" if r["node"] else f"unbound ({r['scheduler_said'] or 'no scheduler looked yet'})"
+        lines.append(f"pod {r['name']}: {r['phase']}, {where}, schedulerName {r['scheduler_name']}")
+    if flag:
+        lines.append(f"operator {flag['deployment']}: --{flag['flag']}={flag['value'] or '(unset)'}")
+    lines += [f"event {e}" for e in job["events"]]
+    lines += [f"problem: {p['object']}: {p['message']}. Fix: {p['fix']}" for p in job["problems"]]
+    return lines
