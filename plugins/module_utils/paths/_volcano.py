@@ -17,7 +17,6 @@ QUEUE_API = "scheduling.volcano.sh/v1beta1"
 DEFAULT_QUEUE = "default"  # the queue of a PodGroup that names none (Volcano's admission sets it)
 # PodGroup phases of a gang that holds no resource yet (Inqueue holds its queue's share)
 WAITING = ("Pending", "Inqueue", "Unknown", None)
-CLOSED = ("Closed", "Closing")
 
 
 class Volcano(_gang_path.GangPath):
@@ -94,9 +93,10 @@ class Volcano(_gang_path.GangPath):
         return out
 
     def podgroup_problems(self, facts):
-        """Volcano PodGroups that wait on their queue: one that names a queue that does not exist or is closed,
-        whose minResources exceed the queue's capability (never enqueued), or that Volcano left Pending with its
-        own word that the queue cannot take it."""
+        """Volcano PodGroups that wait on their queue: one that names a queue that does not exist, whose minResources
+        exceed the queue's capability (never enqueued), or that Volcano left Pending with its own word that the queue
+        cannot take it. (A Closed queue is not one of them: vc-scheduler v1.10 still places a waiting gang of a
+        queue whose status is Closed; the state refuses new jobs at admission, which the FailedCreate events show.)"""
         listed = facts.get("lists") or {}
         queues = {(q.get("metadata") or {}).get("name"): q for q in listed.get("queues") or []}
         out = []
@@ -148,15 +148,6 @@ def queue_problem(pg: dict, queues: dict, facts: dict) -> dict | None:
             f"{', '.join(sorted(queues))}): Volcano never enqueues it and its pods stay Pending",
             "fix": f"create Queue {qname}, or set the job's queue (runPolicy.schedulingPolicy.queue, or the runtime "
             f"annotation scheduling.volcano.sh/queue-name) to one that exists, such as {DEFAULT_QUEUE}",
-        }
-    state = (q.get("status") or {}).get("state")
-    if state in CLOSED:
-        return {
-            "object": obj,
-            "message": f"its Volcano queue {qname!r} is {state}: a closed queue takes no new job, so the gang waits "
-            "until the queue is opened again",
-            "fix": f"open Queue {qname} (vcctl queue operate --name {qname} --action open), or submit the job to an "
-            "open queue",
         }
     cap, want = (q.get("spec") or {}).get("capability") or {}, spec.get("minResources") or {}
     over = [r for r in sorted(want) if r in cap and _capacity.quantity(want[r]) > _capacity.quantity(cap[r])]

@@ -1,0 +1,149 @@
+"""Why is my job Pending? Each failure gang_info names, reproduced on the lab with the real vc-scheduler and
+kube-controller-manager: a Volcano queue whose capability is below the gang's minResources, a queue that does not
+exist (and a Closed one, which vc-scheduler v1.10 does not hold a gang for), a member bigger than any node, a gang's
+pods on the default scheduler (a partial start), and a namespace quota that lets a Job create only part of its pods.
+gang_info names each with the object, the cause and the fix, and on the job itself gives it as the reason; the healthy
+gang beside them is named by none."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_run import run_module
+
+from lab import kube, scenarios
+
+GPU = "nvidia.com/gpu"
+
+
+def _about(info: dict, obj: str) -> list[dict]:
+    return [p for p in info["problems"] if p["object"] == obj]
+
+
+def _queue(name: str, capability: dict | None = None) -> dict:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": 1, "reclaimable": True, **({"capability": capability} if capability else {})},
+    }
+
+
+def _volcano_gang(ns: str, name: str, size: int, queue: str, gpus: int = 1, min_resources: dict | None = None):
+    docs = scenarios.gang(ns, name, size, "volcano", gpus=gpus)
+    docs[0]["spec"]["queue"] = queue
+    if min_resources:
+        docs[0]["spec"]["minResources"] = min_resources
+    return docs
+
+
+def _explain(lab, kind: str, ns: str, name: str) -> dict:
+    return run_module(lab, "gang_info", {"job": {"kind": kind, "namespace": ns, "name": name}})
+
+
+@pytest.fixture(scope="module")
+def queues(volcano):
+    kube.apply(volcano, [_queue("gangsched-small", {GPU: "1"}), _queue("gangsched-shut")])
+    yield volcano
+    kube.kubectl(volcano, "delete", "queues.scheduling.volcano.sh", "gangsched-small", "gangsched-shut", check=False)
+
+
+def test_a_queue_below_the_gangs_minimum_holds_it_and_is_named(queues, namespace):
+    kube.apply(queues, _volcano_gang(namespace, "big", 2, "gangsched-small", min_resources={GPU: "2"}))
+    kube.apply(queues, scenarios.gang(namespace, "fine", 2, "volcano"))
+    kube.wait_for(lambda: _bound(queues, namespace, "fine") == 2, 60, "the healthy gang bound")
+    info = _explain(queues, "PodGroup", namespace, "big")
+    (p,) = _about(info, f"PodGroup {namespace}/big")
+    assert f"{GPU} 2 > 1" in p["message"] and "never enqueued" in p["message"], p
+    assert "raise Queue gangsched-small's spec.capability" in p["fix"], p
+    assert _about(info, f"PodGroup {namespace}/fine") == []
+    job = info["job"]
+    assert job["found"] and job["gang"]["path"] == "volcano" and job["queue"]["name"] == "gangsched-small", job
+    assert "never enqueued" in job["why"] and all(not r["node"] for r in job["pods"]), job
+    assert _bound(queues, namespace, "big") == 0
+
+
+def test_a_missing_queue_is_named_and_a_closed_one_is_not_blamed(queues, namespace):
+    """vc-scheduler v1.10 places a gang whose queue's status is Closed: the closure is no cause of a wait, and
+    gang_info says nothing of it; a queue that does not exist keeps its gang waiting, and is named."""
+    kube.kubectl(
+        queues,
+        "patch",
+        "queues.scheduling.volcano.sh",
+        "gangsched-shut",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status": {"state": "Closed", "allocated": {}}}',
+    )
+    kube.apply(queues, _volcano_gang(namespace, "lost", 2, "gangsched-nope"))
+    kube.apply(queues, _volcano_gang(namespace, "closed", 2, "gangsched-shut"))
+    kube.wait_for(lambda: _bound(queues, namespace, "closed") == 2, 60, "the closed queue's gang bound")
+    info = run_module(queues, "gang_info", {})
+    (lost,) = _about(info, f"PodGroup {namespace}/lost")
+    assert "queue 'gangsched-nope', which does not exist" in lost["message"], lost
+    assert _about(info, f"PodGroup {namespace}/closed") == []
+    assert _bound(queues, namespace, "lost") == 0
+
+
+def test_a_member_bigger_than_any_node_is_named_at_once(volcano, namespace):
+    kube.apply(volcano, scenarios.gang(namespace, "huge", 2, "volcano", gpus=8))
+    info = run_module(volcano, "gang_info", {})
+    (p,) = [p for p in info["problems"] if p["object"].startswith(f"Pod {namespace}/huge-")]
+    assert "asks for 8 GPU(s) and no schedulable node has more than 1" in p["message"], p
+    job = _explain(volcano, "PodGroup", namespace, "huge")["job"]
+    assert "asks for 8 GPU(s)" in job["why"], job
+
+
+def test_a_gangs_pods_on_the_default_scheduler_start_in_part_and_are_named(volcano, namespace):
+    docs = scenarios.gang(namespace, "half", 5, "volcano")
+    for d in docs[1:]:
+        d["spec"]["schedulerName"] = "default-scheduler"  # the operator's gang flag unset: Volcano never sees them
+    kube.apply(volcano, docs)
+    kube.wait_for(lambda: _bound(volcano, namespace, "half") == 4, 60, "4 of 5 bound one by one")
+    info = run_module(volcano, "gang_info", {})
+    (p,) = [p for p in info["problems"] if p["object"].startswith(f"Pods {namespace}/half-")]
+    assert "carry the annotation scheduling.k8s.io/group-name of a Volcano gang" in p["message"], p
+    assert "'default-scheduler'" in p["message"] and "operator_gang" in p["fix"], p
+    job = _explain(volcano, "PodGroup", namespace, "half")["job"]
+    assert "default-scheduler" in job["why"] and sum(1 for r in job["pods"] if r["node"]) == 4, job
+
+
+def test_a_quota_that_lets_only_part_of_a_job_be_created_is_named(lab, namespace):
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "gpus", "namespace": namespace},
+        "spec": {"hard": {f"requests.{GPU}": "2"}},
+    }
+    pod = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "w", "image": "busybox:1.36", "resources": {"limits": {GPU: "1"}}}],
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "split", "namespace": namespace},
+        "spec": {"parallelism": 4, "completions": 4, "backoffLimit": 0, "template": {"spec": pod}},
+    }
+    kube.apply(lab, [quota])
+    kube.wait_for(lambda: _quota_counted(lab, namespace), 30, "the quota's status")
+    kube.apply(lab, [job])
+    obj = f"Job {namespace}/split"
+    kube.wait_for(lambda: _about(run_module(lab, "gang_info", {}), obj), 60, "the FailedCreate events")
+    info = _explain(lab, "Job", namespace, "split")
+    (p,) = _about(info, obj)
+    assert "a namespace ResourceQuota refused them" in p["message"] and "exceeded quota" in p["message"], p
+    job = info["job"]
+    assert "ResourceQuota refused" in job["why"] and len(job["pods"]) == 2, job
+    assert [q["name"] for q in job["quotas"]] == ["gpus"] and any("FailedCreate" in e for e in job["events"]), job
+
+
+def _bound(lab, ns: str, gang: str) -> int:
+    out = kube.kubectl(lab, "get", "pods", "-n", ns, "-l", f"app={gang}", "-o", "jsonpath={.items[*].spec.nodeName}")
+    return len(out.stdout.split())
+
+
+def _quota_counted(lab, ns: str) -> bool:
+    out = kube.kubectl(lab, "get", "resourcequota", "gpus", "-n", ns, "-o", "jsonpath={.status.hard}", check=False)
+    return GPU in out.stdout
