@@ -19,17 +19,18 @@ def ready(dep: dict) -> bool:
     return (st.get("readyReplicas") or 0) > 0
 
 
-def config_path(container: dict) -> str | None:
-    """The file a kube-scheduler container reads its KubeSchedulerConfiguration from (--config)."""
-    for h in _flags.find(container.get("command"), container.get("args"), "config"):
+def config_path(container: dict, flag: str = "config") -> str | None:
+    """The file a scheduler container reads its configuration from (a kube-scheduler's --config, vc-scheduler's
+    --scheduler-conf)."""
+    for h in _flags.find(container.get("command"), container.get("args"), flag):
         return h.value
     return None
 
 
-def config_ref(dep: dict, container: dict) -> tuple[str, str, str] | None:
+def config_ref(dep: dict, container: dict, flag: str = "config") -> tuple[str, str, str] | None:
     """(namespace, ConfigMap name, key) that holds the file of ``config_path`` when it comes from a
     ConfigMap volume mounted in the container; None otherwise."""
-    path = config_path(container)
+    path = config_path(container, flag)
     if not path:
         return None
     pod_spec = dep["spec"]["template"]["spec"]
@@ -61,12 +62,17 @@ def config_refs(deployments: list[dict]) -> list[tuple[str, str, str]]:
     """The ConfigMap entries (see ``config_ref``) to read for ``schedulers``, each once, in order."""
     out: list[tuple[str, str, str]] = []
     for dep, c, kind in scheduler_containers(deployments):
-        if _schedulers.SCHEDULERS[kind]["names_from"] != "config":
-            continue
-        ref = config_ref(dep, c)
+        flag = _conf_flag(kind)
+        ref = config_ref(dep, c, flag) if flag else None
         if ref and ref not in out:
             out.append(ref)
     return out
+
+
+def _conf_flag(kind: str) -> str | None:
+    """The flag naming the configuration file a scheduler kind reads, where gang_info reads it."""
+    spec = _schedulers.SCHEDULERS[kind]
+    return "config" if spec["names_from"] == "config" else spec.get("conf_flag")
 
 
 def schedulers(deployments: list[dict], configs: dict | None = None) -> list[dict]:
@@ -76,13 +82,15 @@ def schedulers(deployments: list[dict], configs: dict | None = None) -> list[dic
     found = []
     for dep, c, kind in scheduler_containers(deployments):
         ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
-        text = None
-        if _schedulers.SCHEDULERS[kind]["names_from"] == "config":
-            ref = config_ref(dep, c)
-            text = configs.get(ref) if ref else None
-        names, gang = _schedulers.served_names(kind, c, text)
-        prebind = _schedulers.SCHEDULERS[kind].get("prebind")
-        extra = {"coscheduling_prebind": _schedulers.coscheduling_prebind(text)} if prebind else {}
+        flag = _conf_flag(kind)
+        ref = config_ref(dep, c, flag) if flag else None
+        text = configs.get(ref) if ref else None
+        names, gang = _schedulers.served_names(kind, c, text if flag == "config" else None)
+        extra = {}
+        if _schedulers.SCHEDULERS[kind].get("prebind"):
+            extra["coscheduling_prebind"] = _schedulers.coscheduling_prebind(text)
+        if _schedulers.SCHEDULERS[kind].get("conf_flag"):
+            extra["conf"] = _schedulers.volcano_conf(text)
         found.append(
             {
                 **extra,

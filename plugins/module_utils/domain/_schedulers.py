@@ -21,7 +21,8 @@ DEFAULT_SCHEDULER = "default-scheduler"
 #   fixed:  always ``default_names``
 # ``static_pod_names``: it may run as the kube-scheduler static pod (default mode), serving these names
 # (the config file lives on the control-plane host; kubeadm-style installs run Coscheduling in the
-# default profile); ``gangs``: "labels" where it forms its gangs from labels on the pods and ignores every
+# default profile); ``conf_flag``: the flag naming its own configuration file, read by gang_info (vc-scheduler's actions
+# and plugins); ``gangs``: "labels" where it forms its gangs from labels on the pods and ignores every
 # PodGroup the operators create; ``prebind``: its configuration's Coscheduling preBind is read (koord-scheduler)
 SCHEDULERS = {
     "scheduler_plugins": {
@@ -36,6 +37,7 @@ SCHEDULERS = {
         "names_from": "flag",
         "name_flag": "scheduler-name",
         "default_names": ("volcano",),
+        "conf_flag": "scheduler-conf",
     },
     # archived, does not run on current Kubernetes: found to be reported
     "kube_batch": {
@@ -94,6 +96,24 @@ def coscheduling_prebind(config_text: str | None) -> bool | None:
         if not any(d.get("name") in ("Coscheduling", "*") for d in disabled):
             return True
     return False
+
+
+def volcano_conf(text: str | None) -> dict | None:
+    """The actions and the plugins of a vc-scheduler configuration ({"actions": [...], "plugins": [...]}), None when
+    it was not read or is not one."""
+    import yaml
+
+    if not text:
+        return None
+    try:
+        cfg = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        return None
+    if not isinstance(cfg, dict):
+        return None
+    actions = [a.strip() for a in str(cfg.get("actions") or "").split(",") if a.strip()]
+    plugins = [p.get("name") for t in cfg.get("tiers") or [] for p in (t or {}).get("plugins") or [] if p.get("name")]
+    return {"actions": actions, "plugins": plugins}
 
 
 def semver(tag: str | None) -> tuple[int, int, int] | None:

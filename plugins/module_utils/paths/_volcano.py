@@ -110,7 +110,9 @@ class Volcano(_gang_path.GangPath):
         return out
 
     def cluster_problems(self, schedulers, ops, facts):
-        out = super().cluster_problems(schedulers, ops, facts)
+        out = super().cluster_problems(schedulers, ops, facts) + [
+            p for s in schedulers if s["kind"] == self.scheduler_kind for p in conf_problems(s)
+        ]
         ready = [s for s in schedulers if s["kind"] == self.scheduler_kind and s["ready"]]
         if not ready or any(NAME in s["scheduler_names"] for s in ready) or any(o["gang_value"] == NAME for o in ops):
             return out
@@ -125,6 +127,40 @@ class Volcano(_gang_path.GangPath):
             }
             for s in ready
         ]
+
+
+# what a gang needs of vc-scheduler's configuration: enqueue lets a PodGroup in only when its minimum fits, allocate
+# places its members, the gang plugin holds them all or none (without it members are placed one by one)
+NEEDED_ACTIONS = ("enqueue", "allocate")
+NEEDED_PLUGINS = ("gang",)
+
+
+def conf_problems(s: dict) -> list[dict]:
+    """A vc-scheduler whose configuration (read from its ConfigMap) lacks an action or a plugin a gang needs."""
+    conf = s.get("conf")
+    if not conf:
+        return []
+    actions = [a for a in NEEDED_ACTIONS if a not in conf["actions"]]
+    plugins = [p for p in NEEDED_PLUGINS if p not in conf["plugins"]]
+    if not actions and not plugins:
+        return []
+    lacks = ", ".join([f"the {a} action" for a in actions] + [f"the {p} plugin" for p in plugins])
+    effects = []
+    if "enqueue" in actions:
+        effects.append("PodGroups are let in without checking that their minimum fits")
+    if "allocate" in actions:
+        effects.append("no pod is placed at all")
+    if plugins:
+        effects.append("members are placed one by one, so a job that does not fit starts in part")
+    return [
+        {
+            "object": f"{s['source']} {s['namespace']}/{s['name']}",
+            "message": f"the Volcano scheduler's configuration lacks {lacks} (actions: {', '.join(conf['actions'])}; "
+            f"plugins: {', '.join(conf['plugins'])}): {'; '.join(effects)}",
+            "fix": 'add them to its --scheduler-conf ConfigMap (actions: "enqueue, allocate, backfill" and the gang '
+            "plugin in the first tier, as the volcano role installs it), then restart it",
+        }
+    ]
 
 
 def _queue_numbers(q: dict) -> str:

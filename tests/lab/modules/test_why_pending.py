@@ -147,3 +147,32 @@ def _bound(lab, ns: str, gang: str) -> int:
 def _quota_counted(lab, ns: str) -> bool:
     out = kube.kubectl(lab, "get", "resourcequota", "gpus", "-n", ns, "-o", "jsonpath={.status.hard}", check=False)
     return GPU in out.stdout
+
+
+def test_a_volcano_configuration_without_the_gang_plugin_is_named_and_starts_gangs_in_part(volcano, namespace):
+    """vc-scheduler restarted on a configuration without enqueue and the gang plugin: gang_info names it from the
+    ConfigMap, and the scheduler itself shows why it matters, placing 4 of a gang of 5 on the 4 GPUs."""
+    conf = scenarios.VC_CONF.replace('"enqueue, allocate, backfill"', '"allocate, backfill"').replace(
+        "  - name: gang\n    enablePreemptable: false\n", ""
+    )
+    assert conf != scenarios.VC_CONF and "gang" not in conf.split("tiers")[1].split("conformance")[0]
+    _vc_conf(volcano, conf)
+    try:
+        info = run_module(volcano, "gang_info", {})
+        (p,) = _about(info, "Deployment volcano-system/vc-scheduler")
+        assert "lacks the enqueue action, the gang plugin" in p["message"], p
+        assert "members are placed one by one" in p["message"] and "restart it" in p["fix"], p
+        kube.apply(volcano, scenarios.gang(namespace, "split", 5, "volcano"))
+        kube.wait_for(lambda: _bound(volcano, namespace, "split") == 4, 60, "4 of the 5 placed one by one")
+    finally:
+        _vc_conf(volcano, scenarios.VC_CONF)
+    info = run_module(volcano, "gang_info", {})
+    assert _about(info, "Deployment volcano-system/vc-scheduler") == []
+
+
+def _vc_conf(lab, text: str) -> None:
+    cm = scenarios.vc_scheduler()[2]
+    cm["data"]["volcano-scheduler.conf"] = text
+    kube.apply(lab, [cm])
+    kube.kubectl(lab, "-n", "volcano-system", "rollout", "restart", "deployment/vc-scheduler")
+    kube.kubectl(lab, "-n", "volcano-system", "rollout", "status", "deployment/vc-scheduler", "--timeout=90s")

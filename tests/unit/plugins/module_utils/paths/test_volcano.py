@@ -78,3 +78,16 @@ def test_only_waiting_podgroups_are_checked_and_only_where_queues_were_read():
     facts = {**FACTS, "lists": {"podgroups": [running, _pg("nope")], "queues": list(QUEUES.values())}}
     assert [p["object"] for p in _volcano.PATH.podgroup_problems(facts)] == ["PodGroup team/job1"]
     assert _volcano.PATH.podgroup_problems({**FACTS, "lists": {"podgroups": [_pg("nope")], "queues": []}}) == []
+
+
+def test_a_configuration_without_what_a_gang_needs_is_named():
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _schedulers
+
+    full = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n  - name: gang\n'
+    bare = 'actions: "allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n'
+    s = {"source": "Deployment", "namespace": "volcano-system", "name": "vc-scheduler"}
+    assert _volcano.conf_problems({**s, "conf": _schedulers.volcano_conf(full)}) == []
+    (p,) = _volcano.conf_problems({**s, "conf": _schedulers.volcano_conf(bare)})
+    assert "lacks the enqueue action, the gang plugin (actions: allocate, backfill; plugins: priority)" in p["message"]
+    assert _volcano.conf_problems({**s, "conf": None}) == []  # not read: nothing said
+    assert _schedulers.volcano_conf(": [") is None and _schedulers.volcano_conf(None) is None
