@@ -161,3 +161,43 @@ def mpijob_clash(operator: str, container: dict, mpijob_crd: dict | None) -> str
         "v2beta1: the two clash. Add --enable-scheme for each job kind except mpijob to the training-operator "
         "container, then re-run"
     )
+
+
+# ---- a gang's minimum as each operator sets it ------------------------------------------------------------------
+MINIMUM_KINDS = ("MPIJob", "PyTorchJob")  # the job kinds minimum_problem knows a trap of
+
+
+def _replicas(spec: dict, key: str, role: str) -> int:
+    return int(((spec.get(key) or {}).get(role) or {}).get("replicas", 1) or 0)
+
+
+def minimum_problem(job: dict, min_member: int | None) -> tuple[str, str] | None:
+    """(message, fix) where an operator set a gang's minimum (``min_member``, its PodGroup's) that the job can never
+    meet or that defeats it: an MPIJob whose launcher is counted while launcherCreationPolicy WaitForWorkersReady holds
+    the launcher back until the workers run (the gang never has its minimum), an elastic PyTorchJob whose minimum is
+    its maximum because runPolicy.schedulingPolicy.minAvailable is unset. None when neither applies."""
+    if not isinstance(min_member, int):
+        return None
+    kind, spec = job.get("kind"), job.get("spec") or {}
+    chosen = ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("minAvailable")
+    if kind == "MPIJob" and spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
+        workers = _replicas(spec, "mpiReplicaSpecs", "Worker")
+        if min_member > workers:
+            return (
+                f"its gang's minimum is {min_member}, the launcher counted with its {workers} worker(s), while "
+                "launcherCreationPolicy WaitForWorkersReady creates the launcher only once the workers run: the "
+                f"workers wait for a gang of {min_member}, the launcher for the workers, and nothing starts",
+                f"set runPolicy.schedulingPolicy.minAvailable to {workers} (the workers), or launcherCreationPolicy "
+                "AtStartup",
+            )
+    elastic = spec.get("elasticPolicy")
+    if kind == "PyTorchJob" and elastic and chosen is None:
+        least = elastic.get("minReplicas")
+        if isinstance(least, int) and min_member > least:
+            return (
+                f"an elastic PyTorchJob (minReplicas {least}, maxReplicas {elastic.get('maxReplicas')}) whose gang's "
+                f"minimum is {min_member}, all its replicas: runPolicy.schedulingPolicy.minAvailable is unset, so it "
+                f"waits for the most it may use instead of starting with {least}",
+                f"set runPolicy.schedulingPolicy.minAvailable to {least} (elasticPolicy.minReplicas)",
+            )
+    return None

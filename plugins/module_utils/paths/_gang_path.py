@@ -9,9 +9,10 @@ public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _podgroups, _schedulers
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _operators, _podgroups, _schedulers
 
 KUBEFLOW_WORKLOADS = ("pytorchjob", "tfjob", "mpijob")
+minimum_kinds = _operators.MINIMUM_KINDS
 
 
 class GangPath:
@@ -240,6 +241,27 @@ class GangPath:
                 out.append((pg, owner))
         return out
 
+    def owned_waiting(self, facts: dict) -> list[tuple[dict, dict]]:
+        """(PodGroup, its controller's ownerReference) whose owner gang_info reads, each once: the stale candidates,
+        then the PodGroups whose gang does not run yet (``waiting_phases``), older than the threshold, of a job kind
+        whose operator sets the minimum (_operators.MINIMUM_KINDS)."""
+        out = self.stale_candidates(facts)
+        stale = {id(pg) for pg, _o in out}
+        for pg in (facts.get("lists") or {}).get("podgroups") or []:
+            md = pg.get("metadata") or {}
+            created = _timestamp(md.get("creationTimestamp"))
+            if id(pg) in stale or (pg.get("status") or {}).get("phase") not in self.waiting_phases:
+                continue
+            if created is None or facts["now"] - created < facts["threshold"]:
+                continue
+            owner = next((o for o in md.get("ownerReferences") or [] if o.get("controller")), None)
+            if owner and owner.get("kind") in minimum_kinds:
+                out.append((pg, owner))
+        return out
+
+    # the PodGroup phases of a gang none of whose members runs yet
+    waiting_phases: tuple = ("Pending", "Inqueue", "PreScheduling", "Scheduling", None)
+
     # the PodGroup phases of a gang that is over (its PodGroup is kept until its job goes)
     finished_phases: tuple = ("Completed", "Finished", "Failed", "Succeeded")
 
@@ -258,6 +280,7 @@ class GangPath:
 
 
 def _timestamp(s: str | None) -> float | None:
+    """An object's time as the API writes it, in seconds since the epoch."""
     import datetime
 
     if not s:

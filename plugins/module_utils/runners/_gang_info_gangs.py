@@ -9,7 +9,7 @@ only. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _operators
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
@@ -37,26 +37,33 @@ def path_facts(client, schedulers: list[dict], kube_version: str | None, crds: d
 
 
 def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) -> list[dict]:
-    """Each gang path's checks (GangPath.cluster_problems) on its own lists, then its stale PodGroups (an owner
-    read each, at most OWNER_READS)."""
+    """Each gang path's checks (GangPath.cluster_problems) on its own lists, then the owners of its PodGroups that
+    wait (an owner read each, at most OWNER_READS): gone (a stale PodGroup), or a job whose operator set a minimum the
+    job cannot meet (_operators.minimum_problem)."""
     out, reads = [], 0
     for p in _registry.PATHS.values():
         mine = {**facts, "lists": (facts.get("lists") or {}).get(p.name, {})}
         out += p.cluster_problems(schedulers, ops, mine)
         if "now" not in facts:
             continue
-        for pg, owner in p.stale_candidates(mine):
+        stale = {id(pg) for pg, _o in p.stale_candidates(mine)}
+        for pg, owner in p.owned_waiting(mine):
             if owner.get("kind") not in _api.KINDS or reads >= OWNER_READS:
                 continue
             reads += 1
-            ns = (pg.get("metadata") or {}).get("namespace")
-            what = f"{owner['kind']} {ns}/{owner.get('name')}"
+            md = pg.get("metadata") or {}
+            what = f"{owner['kind']} {md.get('namespace')}/{owner.get('name')}"
             try:
-                found = client.get_or_none(_api.path(owner["kind"], ns, owner.get("name")), what)
+                found = client.get_or_none(_api.path(owner["kind"], md.get("namespace"), owner.get("name")), what)
             except ApiError:
                 continue  # its CRD gone, or no right to read it: not evidence that it is gone
             if found is None or (found.get("metadata") or {}).get("uid") not in (None, owner.get("uid")):
-                out.append(p.stale_problem(pg, owner))
+                if id(pg) in stale:
+                    out.append(p.stale_problem(pg, owner))
+                continue
+            why = _operators.minimum_problem(found, (pg.get("spec") or {}).get("minMember"))
+            if why:
+                out.append({"object": what, "message": why[0], "fix": why[1]})
     return out
 
 

@@ -36,8 +36,9 @@ def _volcano_gang(ns: str, name: str, size: int, queue: str, gpus: int = 1, min_
     return docs
 
 
-def _explain(lab, kind: str, ns: str, name: str) -> dict:
-    return run_module(lab, "gang_info", {"job": {"kind": kind, "namespace": ns, "name": name}})
+def _explain(lab, kind: str, ns: str, name: str, threshold: int = 60) -> dict:
+    job = {"kind": kind, "namespace": ns, "name": name}
+    return run_module(lab, "gang_info", {"job": job, "partial_threshold_seconds": threshold})
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +140,10 @@ def test_a_quota_that_lets_only_part_of_a_job_be_created_is_named(lab, namespace
     assert [q["name"] for q in job["quotas"]] == ["gpus"] and any("FailedCreate" in e for e in job["events"]), job
 
 
-def _bound(lab, ns: str, gang: str) -> int:
-    out = kube.kubectl(lab, "get", "pods", "-n", ns, "-l", f"app={gang}", "-o", "jsonpath={.items[*].spec.nodeName}")
+def _bound(lab, ns: str, gang: str, label: str = "app") -> int:
+    out = kube.kubectl(
+        lab, "get", "pods", "-n", ns, "-l", f"{label}={gang}", "-o", "jsonpath={.items[*].spec.nodeName}"
+    )
     return len(out.stdout.split())
 
 
@@ -176,3 +179,46 @@ def _vc_conf(lab, text: str) -> None:
     kube.apply(lab, [cm])
     kube.kubectl(lab, "-n", "volcano-system", "rollout", "restart", "deployment/vc-scheduler")
     kube.kubectl(lab, "-n", "volcano-system", "rollout", "status", "deployment/vc-scheduler", "--timeout=90s")
+
+
+@pytest.fixture(scope="module")
+def operators(volcano):
+    scenarios.install_training_operator(volcano)
+    scenarios.install_mpi_operator(volcano)
+    return volcano
+
+
+def _podgroup_min(lab, ns: str, name: str) -> int | None:
+    out = kube.kubectl(
+        lab, "get", "podgroups.scheduling.volcano.sh", name, "-n", ns, "-o", "jsonpath={.spec.minMember}", check=False
+    )
+    return int(out.stdout) if out.stdout.strip().isdigit() else None
+
+
+def test_an_mpijob_whose_launcher_waits_for_the_workers_it_is_counted_with_is_named(operators, namespace):
+    job = scenarios.mpijob(namespace, "waits", 2)
+    job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+    kube.apply(operators, [job])
+    kube.wait_for(lambda: _podgroup_min(operators, namespace, "waits") is not None, 60, "mpi-operator's PodGroup")
+    obj = f"MPIJob {namespace}/waits"
+    kube.wait_for(lambda: _about(run_module(operators, "gang_info", {"partial_threshold_seconds": 1}), obj), 60, obj)
+    info = _explain(operators, "MPIJob", namespace, "waits", threshold=1)
+    (p,) = _about(info, obj)
+    assert _podgroup_min(operators, namespace, "waits") == 3, "mpi-operator counts the launcher"
+    assert "the launcher counted with its 2 worker(s)" in p["message"] and "minAvailable to 2" in p["fix"], p
+    assert "WaitForWorkersReady" in info["job"]["why"] and all(not r["node"] for r in info["job"]["pods"]), info["job"]
+
+
+def test_an_elastic_pytorchjob_whose_minimum_is_its_maximum_is_named(operators, namespace):
+    """5 workers at most, 2 at least, on 4 GPUs: the elastic job could start with 2 to 4, but its gang waits for 5."""
+    job = scenarios.pytorchjob(namespace, "elastic", 5)
+    job["spec"]["pytorchReplicaSpecs"].pop("Master")
+    job["spec"]["elasticPolicy"] = {"minReplicas": 2, "maxReplicas": 5, "rdzvBackend": "c10d"}
+    kube.apply(operators, [job])
+    kube.wait_for(lambda: _podgroup_min(operators, namespace, "elastic") is not None, 60, "the operator's PodGroup")
+    obj = f"PyTorchJob {namespace}/elastic"
+    kube.wait_for(lambda: _about(run_module(operators, "gang_info", {"partial_threshold_seconds": 1}), obj), 60, obj)
+    (p,) = _about(run_module(operators, "gang_info", {"partial_threshold_seconds": 1}), obj)
+    assert f"minimum is {_podgroup_min(operators, namespace, 'elastic')}" in p["message"], p
+    assert "minReplicas 2, maxReplicas 5" in p["message"] and "minAvailable to 2" in p["fix"], p
+    assert _bound(operators, namespace, "elastic", "training.kubeflow.org/job-name") == 0

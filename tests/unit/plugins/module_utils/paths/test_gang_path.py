@@ -128,10 +128,8 @@ def test_a_podgroup_without_pods_whose_owner_is_gone_is_stale():
         "still counts against its queue" in probs[0]["message"]
         and "delete podgroups.scheduling.volcano.sh" in probs[0]["fix"]
     )
-    assert client.reads == [
-        "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/gone",
-        here,
-    ]  # the live and done are not read
+    # the stale-looking first, then a waiting PyTorchJob's (its minimum); a finished one is not read
+    assert client.reads == ["/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/gone", here, f"{here[:-4]}live"]
 
 
 def test_failed_creates_of_a_quota_or_an_admission_webhook_are_named_per_job():
@@ -167,3 +165,28 @@ def test_nothing_is_read_or_said_on_a_healthy_cluster():
     assert _gang_info_gangs.path_problems(client, [VOLCANO], [], facts) == [] and client.reads == []
     assert _gang_info_gangs.event_problems(_Client()) == []
     assert NotFound  # the client's 404 is get_or_none's None
+
+
+def test_an_operators_minimum_the_job_cannot_meet_is_named():
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _operators
+
+    def mpijob(policy):
+        return {
+            "kind": "MPIJob",
+            "spec": {
+                **({"launcherCreationPolicy": policy} if policy else {}),
+                "mpiReplicaSpecs": {"Launcher": {"replicas": 1}, "Worker": {"replicas": 2}},
+            },
+        }
+
+    msg, fix = _operators.minimum_problem(mpijob("WaitForWorkersReady"), 3)
+    assert "minimum is 3, the launcher counted with its 2 worker(s)" in msg and "minAvailable to 2" in fix
+    assert _operators.minimum_problem(mpijob("WaitForWorkersReady"), 2) is None  # minAvailable set to the workers
+    assert _operators.minimum_problem(mpijob("AtStartup"), 3) is None
+    assert _operators.minimum_problem(mpijob(None), 3) is None
+    elastic = {"kind": "PyTorchJob", "spec": {"elasticPolicy": {"minReplicas": 2, "maxReplicas": 5}}}
+    msg, fix = _operators.minimum_problem(elastic, 5)
+    assert "minReplicas 2, maxReplicas 5" in msg and "minimum is 5" in msg and "minAvailable to 2" in fix
+    chosen = {**elastic, "spec": {**elastic["spec"], "runPolicy": {"schedulingPolicy": {"minAvailable": 2}}}}
+    assert _operators.minimum_problem(chosen, 2) is None
+    assert _operators.minimum_problem({"kind": "PyTorchJob", "spec": {}}, 5) is None  # not elastic
