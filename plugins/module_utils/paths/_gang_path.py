@@ -259,6 +259,25 @@ class GangPath:
                 out.append((pg, owner))
         return out
 
+    # the PodGroup phases in which the scheduler has let the gang in and the operator must create its pods
+    admitted_phases: tuple = ()
+
+    def unstarted_problem(self, pg: dict, owner: dict, ops: list[dict]) -> dict:
+        """A PodGroup the scheduler let in whose job, still there and not finished, has no pod: its operator missed
+        the change (or does not run)."""
+        md = pg.get("metadata") or {}
+        phase = (pg.get("status") or {}).get("phase")
+        down = [o["deployment"] for o in ops if not o.get("ready")]
+        return {
+            "object": f"{owner.get('kind')} {md.get('namespace')}/{owner.get('name')}",
+            "message": f"its {self.title} PodGroup is {phase}, let in by the scheduler, yet the job has no pod: its "
+            "operator has not created them"
+            + (f" (operator Deployment {', '.join(down)} is not ready)" if down else " (it missed the change)")
+            + (", and the gang holds its queue's share meanwhile" if self.queues else ""),
+            "fix": "bring the operator back (kubectl -n <namespace> rollout restart deployment/<operator>); it creates "
+            "the pods when it sees the PodGroup admitted",
+        }
+
     # the PodGroup phases of a gang none of whose members runs yet
     waiting_phases: tuple = ("Pending", "Inqueue", "PreScheduling", "Scheduling", None)
 

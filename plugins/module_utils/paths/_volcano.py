@@ -28,6 +28,7 @@ class Volcano(_gang_path.GangPath):
     fixed_scheduler_name = NAME
     queues = True
     smoke_queue = "default"
+    admitted_phases = ("Inqueue",)
 
     def podgroup_spec(self) -> dict:
         return {"queue": self.smoke_queue}

@@ -61,10 +61,19 @@ def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) 
                 if id(pg) in stale:
                     out.append(p.stale_problem(pg, owner))
                 continue
+            if id(pg) in stale and (pg.get("status") or {}).get("phase") in p.admitted_phases and not _over(found):
+                out.append(p.unstarted_problem(pg, owner, ops))
+                continue
             why = _operators.minimum_problem(found, (pg.get("spec") or {}).get("minMember"))
             if why:
                 out.append({"object": what, "message": why[0], "fix": why[1]})
     return out
+
+
+def _over(job: dict) -> bool:
+    """Whether a job's conditions say it finished (Succeeded, Failed, Complete)."""
+    conds = (job.get("status") or {}).get("conditions") or []
+    return any(c.get("type") in ("Succeeded", "Failed", "Complete") and c.get("status") == "True" for c in conds)
 
 
 def minimums(facts: dict) -> dict[str, int]:

@@ -222,3 +222,35 @@ def test_an_elastic_pytorchjob_whose_minimum_is_its_maximum_is_named(operators, 
     assert f"minimum is {_podgroup_min(operators, namespace, 'elastic')}" in p["message"], p
     assert "minReplicas 2, maxReplicas 5" in p["message"] and "minAvailable to 2" in p["fix"], p
     assert _bound(operators, namespace, "elastic", "training.kubeflow.org/job-name") == 0
+
+
+def test_an_operator_that_misses_its_podgroup_let_in_is_named(operators, namespace):
+    """training-operator stopped once it made the PyTorchJob's PodGroup, and the pods it had made deleted (as a node's
+    loss would): vc-scheduler keeps the gang let in (Inqueue), no pod comes back, and gang_info names the job and the
+    operator; started again, the operator creates the pods."""
+    kube.kubectl(operators, "-n", "kubeflow", "scale", "deployment/training-operator", "--replicas=0")
+    kube.apply(operators, [scenarios.pytorchjob(namespace, "orphan", 1)])
+    try:
+        kube.kubectl(operators, "-n", "kubeflow", "scale", "deployment/training-operator", "--replicas=1")
+        kube.wait_for(lambda: _podgroup_min(operators, namespace, "orphan") is not None, 60, "the PodGroup")
+        kube.kubectl(operators, "-n", "kubeflow", "scale", "deployment/training-operator", "--replicas=0")
+        kube.kubectl(operators, "-n", "kubeflow", "delete", "pods", "--all", "--grace-period=0", "--wait=true")
+        kube.kubectl(operators, "-n", namespace, "delete", "pods", "--all", "--grace-period=0", "--wait=true")
+        kube.wait_for(lambda: _phase(operators, namespace, "orphan") == "Inqueue", 60, "the PodGroup let in")
+        obj = f"PyTorchJob {namespace}/orphan"
+        kube.wait_for(
+            lambda: _about(run_module(operators, "gang_info", {"partial_threshold_seconds": 1}), obj), 60, obj
+        )
+        (p,) = _about(run_module(operators, "gang_info", {"partial_threshold_seconds": 1}), obj)
+        assert "PodGroup is Inqueue, let in by the scheduler, yet the job has no pod" in p["message"], p
+        assert "kubeflow/training-operator is not ready" in p["message"], p
+    finally:
+        kube.kubectl(operators, "-n", "kubeflow", "scale", "deployment/training-operator", "--replicas=1")
+    kube.wait_for(lambda: _bound(operators, namespace, "orphan", "training.kubeflow.org/job-name") == 2, 90, "pods")
+
+
+def _phase(lab, ns: str, name: str) -> str:
+    out = kube.kubectl(
+        lab, "get", "podgroups.scheduling.volcano.sh", name, "-n", ns, "-o", "jsonpath={.status.phase}", check=False
+    )
+    return out.stdout.strip()

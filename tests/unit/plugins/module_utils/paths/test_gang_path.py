@@ -122,7 +122,10 @@ def test_a_podgroup_without_pods_whose_owner_is_gone_is_stale():
     here = "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/here"
     client = _Client({here: {"metadata": {"uid": "u1"}}})
     probs = _gang_info_gangs.path_problems(client, [VOLCANO], [], facts)
-    assert [p["object"] for p in probs] == ["PodGroup team/gone"]
+    assert [p["object"] for p in probs] == ["PodGroup team/gone", "PyTorchJob team/here"]
+    # the job still there, its PodGroup let in, no pod: the operator missed it
+    assert "PodGroup is Inqueue, let in by the scheduler, yet the job has no pod" in probs[1]["message"]
+    assert "rollout restart" in probs[1]["fix"]
     assert "Inqueue with no pod, and its PyTorchJob team/gone is gone" in probs[0]["message"]
     assert (
         "still counts against its queue" in probs[0]["message"]
