@@ -82,7 +82,7 @@ def _limits_without_requests(runtime: dict) -> list[str]:
 
 
 def runtime_problems(runtime: dict, schedulers: list[dict]) -> list[dict]:
-    """What keeps a runtime with a podGroupPolicy from gang-scheduling its TrainJobs: no running
+    """What keeps a runtime with a podGroupPolicy from gang-scheduling its TrainJobs: two gang plugins named; no running
     scheduler for the policy; a replicated job without schedulerName (the default scheduler ignores the
     PodGroup) or the jobs naming different schedulers; a name that no running scheduler serves for the
     policy; containers with limits but no requests (the PodGroup's minResources comes out empty)."""
@@ -94,6 +94,16 @@ def runtime_problems(runtime: dict, schedulers: list[dict]) -> list[dict]:
 
     def add(message: str, fix: str) -> None:
         out.append({"object": what, "message": message, "fix": fix})
+
+    named = sorted(k for k, v in ((runtime.get("spec") or {}).get("podGroupPolicy") or {}).items() if v is not None)
+    if len(named) > 1:
+        add(
+            f"{what} has a podGroupPolicy that names {' and '.join(named)}: Trainer's API takes one gang plugin, and "
+            "its CRD does not refuse two, so each TrainJob gets a PodGroup of every kind named while its pods follow "
+            "the one scheduler their schedulerName names; the other gang is never held, and gang_info reads the "
+            f"runtime as {policy}",
+            f"keep one key in spec.podGroupPolicy ({' or '.join(named)}), the one of the scheduler its pods name",
+        )
 
     set_it = (
         f"set schedulerName to {scheduler_for(policy, schedulers)} in every replicated job's pod template ({FIX_TOOL})"

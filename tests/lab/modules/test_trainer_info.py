@@ -154,3 +154,15 @@ def test_trainjob_and_pytorchjob_of_one_name_are_reported_until_one_is_renamed(s
     assert _about(info, f"TrainJob {namespace}/twin") == [], info["problems"]
     jobs = k.CustomObjectsApi(api).list_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs")
     assert [j["metadata"]["name"] for j in jobs["items"]] == ["twin-v1"]
+
+
+def test_a_runtime_naming_two_gang_plugins_is_accepted_by_trainers_crd_and_named(stack):
+    """Trainer v2.2.0's CRD and webhook take a podGroupPolicy with both coscheduling and volcano: gang_info names it."""
+    two = scenarios.training_runtime("two")
+    two["spec"]["podGroupPolicy"]["volcano"] = {}
+    kube.apply(stack, [two])
+    try:
+        (p,) = _about(_info(stack), "ClusterTrainingRuntime two")
+        assert "names coscheduling and volcano" in p["message"] and "keep one key" in p["fix"], p
+    finally:
+        kube.delete(stack, [two])

@@ -319,3 +319,11 @@ def test_resources_per_node_problems(version, trainjob, reported):
         assert p["object"] == "TrainJob team-a/big"
         assert "kubeflow/trainer#2525" in p["message"] and version in p["message"]
         assert p["fix"].startswith("upgrade Trainer to v2.2.0 or later")
+
+
+def test_a_runtime_naming_two_gang_plugins_is_named_and_one_plugin_is_not():
+    two = _runtime()
+    two["spec"]["podGroupPolicy"]["volcano"] = {}
+    (p,) = _trainer_runtime_problems.runtime_problems(two, [SP_SCHED, VOLCANO])
+    assert "names coscheduling and volcano" in p["message"] and "keep one key" in p["fix"], p
+    assert _trainer_runtime_problems.runtime_problems(_runtime(), [SP_SCHED, VOLCANO]) == []
