@@ -253,6 +253,21 @@ class PodFold:
                     )
         return out
 
+    def shared(self, per_node: list[dict], replicas_label: str) -> list[dict]:
+        """Gangs whose bound members sit on nodes that advertise shared GPUs (``replicas_label`` above 1: GPU Feature
+        Discovery's replicas of a time-sliced or MPS GPU): the gang fits because its members share physical GPUs."""
+        self._check()
+        replicas = {}
+        for n in per_node:
+            v = str((n.get("labels") or {}).get(replicas_label) or "1")
+            replicas[n["name"]] = int(v) if v.isdigit() else 1
+        out = []
+        for key, g in sorted(self._gangs.items()):
+            on = sorted(n for n in g.nodes if replicas.get(n, 1) > 1)
+            if on and g.held:
+                out.append({"gang": key, "nodes": {n: replicas[n] for n in on}, "bound": len(g.bound)})
+        return out
+
     def keyed(self) -> dict[tuple, tuple[int, int, str]]:
         """(member key, schedulerName) -> (pods that carry the key, of them unbound, an example 'ns/name'), for the
         pods that carry a gang scheduler's member key (_podgroups.member_keys)."""

@@ -140,3 +140,21 @@ def event_problems(client) -> list[dict]:
             )
         out.append({"object": f"{kind} {ns}/{name}", "message": message, "fix": fix})
     return out
+
+
+def shared_problems(shared: list[dict]) -> list[dict]:
+    """A gang that fits only because its members share physical GPUs (PodFold.shared)."""
+    out = []
+    for g in shared:
+        where = ", ".join(f"{n} (each GPU shared {r} ways)" for n, r in sorted(g["nodes"].items()))
+        out.append(
+            {
+                "object": f"Gang {g['gang']}",
+                "message": f"its {g['bound']} bound member(s) share physical GPUs on {where}: the gang fits because "
+                "the device plugin advertises each GPU several times (time-slicing or MPS), so its members compete "
+                "for the same GPU's memory and time",
+                "fix": "give a gang that needs whole GPUs nodes without sharing (a node selector, or the device "
+                "plugin's sharing config off there), or size it for shared GPUs",
+            }
+        )
+    return out

@@ -254,3 +254,26 @@ def _phase(lab, ns: str, name: str) -> str:
         lab, "get", "podgroups.scheduling.volcano.sh", name, "-n", ns, "-o", "jsonpath={.status.phase}", check=False
     )
     return out.stdout.strip()
+
+
+def test_a_gang_that_fits_only_on_shared_gpus_is_named(volcano, api, core, added_nodes, namespace):
+    """The four 1-GPU nodes cordoned and one node whose single GPU the device plugin advertises 4 times, labelled as
+    GPU Feature Discovery labels a time-sliced GPU: Volcano binds a gang of 4 there, and gang_info says its members
+    share physical GPUs."""
+    from lab import nodes
+
+    cordoned = [n.metadata.name for n in core.list_node(label_selector="nvidia.com/gpu.present=true").items]
+    for n in cordoned:
+        core.patch_node(n, {"spec": {"unschedulable": True}})
+    try:
+        shared = nodes.add(api, 4, name="gpu-node-shared")
+        added_nodes.append(shared)
+        core.patch_node(shared, {"metadata": {"labels": {"nvidia.com/gpu.replicas": "4"}}})
+        nodes.wait_ready(api, names=[shared])
+        kube.apply(volcano, scenarios.gang(namespace, "sliced", 4, "volcano"))
+        kube.wait_for(lambda: _bound(volcano, namespace, "sliced") == 4, 60, "the gang bound on the shared GPU")
+        (p,) = _about(run_module(volcano, "gang_info", {}), f"Gang {namespace}/sliced")
+        assert "share physical GPUs on gpu-node-shared (each GPU shared 4 ways)" in p["message"], p
+    finally:
+        for n in cordoned:
+            core.patch_node(n, {"spec": {"unschedulable": False}})

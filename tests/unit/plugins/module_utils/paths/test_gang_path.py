@@ -193,3 +193,16 @@ def test_an_operators_minimum_the_job_cannot_meet_is_named():
     chosen = {**elastic, "spec": {**elastic["spec"], "runPolicy": {"schedulingPolicy": {"minAvailable": 2}}}}
     assert _operators.minimum_problem(chosen, 2) is None
     assert _operators.minimum_problem({"kind": "PyTorchJob", "spec": {}}, 5) is None  # not elastic
+
+
+def test_a_gang_on_shared_gpus_is_named_and_one_on_whole_gpus_is_not():
+    pods = [_pod(f"s{i}", "volcano", node="n0", annotations={GANG: "shared"}) for i in range(2)]
+    pods += [_pod("w0", "volcano", node="n1", annotations={GANG: "whole"})]
+    nodes = [
+        {"name": "n0", "allocatable": 4, "labels": {"nvidia.com/gpu.replicas": "4"}},
+        {"name": "n1", "allocatable": 1, "labels": {}},
+    ]
+    shared = _pod_facts.fold(pods, NOW, 60).shared(nodes, "nvidia.com/gpu.replicas")
+    assert shared == [{"gang": "team/shared", "nodes": {"n0": 4}, "bound": 2}]
+    (p,) = _gang_info_gangs.shared_problems(shared)
+    assert p["object"] == "Gang team/shared" and "share physical GPUs on n0 (each GPU shared 4 ways)" in p["message"]
