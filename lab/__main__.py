@@ -179,11 +179,13 @@ def _cmd_gpu_bundle(a) -> int:
 
 
 def _cmd_flux(a) -> int:
+    if a.flux_cmd == "git-server":
+        from .fluxgit import serve_git
+
+        serve_git(a.root, a.port)
+        return 0
     from . import flux
 
-    if a.flux_cmd == "git-server":
-        flux.serve_git(a.root, a.port)
-        return 0
     f = flux.Flux()
     if a.flux_cmd == "up":
         st = f.up(interval=a.interval, kustomization_interval=a.kustomization_interval, path=a.path)

@@ -1,13 +1,15 @@
 """Start, stop and inspect the lab control plane: etcd, kube-apiserver, kube-controller-manager,
-KWOK, the pod-process runner (which also runs the kube-scheduler static pod), and fake nodes."""
+KWOK, the pod-process runner (which also runs the kube-scheduler static pod), and fake nodes.
+
+What the lab writes for others has rooms of its own: its kubeconfigs (``lab.kubeconfigs``), its static pod manifests
+(``lab.manifests``) and its inventory's facts (``lab.inventory``); its components' ports come from ``lab.ports``, the
+flags that vary with the minor and the feature gates from ``lab.flags``."""
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
-import socket
 import ssl
 import sys
 import time
@@ -16,51 +18,18 @@ from pathlib import Path
 
 import yaml
 
-from . import build, nodes, pki, podnet, procs
+from . import build, inventory, kubeconfigs, manifests, nodes, pki, podnet, procs
 from . import versions as V
+from .flags import feature_gates, gate_flags, kcm_controllers
 from .paths import REPO, state_dir
+from .ports import free_port, port_free
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runner")
 # the control-plane components the lab runs as processes on the host and also lays out as kubeadm does, as static
 # pod manifests in its manifest directory: the runner follows a changed manifest by starting the component again
-# with the manifest's flags, as the kubelet restarts a hostNetwork static pod (see runner.HostComponent)
+# with the manifest's flags, as the kubelet restarts a hostNetwork static pod (see staticpods.HostComponent)
 HOST_COMPONENTS = ("kube-apiserver", "kube-controller-manager")
 CONTROL_PLANE_NODE = "lab-control-plane"
-
-
-def kcm_controllers(minor: int) -> str:
-    """kube-controller-manager's --controllers for a minor: all but node IPAM (KWOK's nodes need none) and,
-    before 1.37, the cloud controllers (the lab has no cloud); 1.37 removed those three, and naming a
-    controller it does not have is a start error.
-
-    >>> kcm_controllers(37), kcm_controllers(33)
-    ('*,-nodeipam', '*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle')
-    """
-    return "*,-nodeipam" if minor >= 37 else "*,-nodeipam,-service-lb-controller,-route,-cloud-node-lifecycle"
-
-
-def feature_gates() -> str:
-    """The feature gates the lab's control plane runs with: upstream's defaults unless
-    GANGSCHED_LAB_FEATURE_GATES names some (``GenericWorkload=true,WorkloadWithJob=true``), given alike to
-    kube-apiserver, kube-controller-manager and kube-scheduler."""
-    return ",".join(g.strip() for g in os.environ.get("GANGSCHED_LAB_FEATURE_GATES", "").split(",") if g.strip())
-
-
-def gate_flags(gates: str, component: str, minor: int) -> list[str]:
-    """The flags that turn ``gates`` on in ``component``; for kube-apiserver, GenericWorkload also serves its API
-    group (scheduling.k8s.io/v1beta1 on 1.37, off by default even with the gate).
-
-    >>> gate_flags("GenericWorkload=true", "kube-apiserver", 37)
-    ['--feature-gates=GenericWorkload=true', '--runtime-config=scheduling.k8s.io/v1beta1=true']
-    >>> gate_flags("", "kube-scheduler", 37)
-    []
-    """
-    if not gates:
-        return []
-    flags = [f"--feature-gates={gates}"]
-    if component == "kube-apiserver" and "GenericWorkload=true" in gates.split(","):
-        flags.append(f"--runtime-config=scheduling.k8s.io/{'v1beta1' if minor >= 37 else 'v1alpha1'}=true")
-    return flags
 
 
 class LabError(RuntimeError):
@@ -98,26 +67,6 @@ class Lab:
 
     def api_url(self) -> str:
         return f"https://127.0.0.1:{self.state()['ports']['apiserver']}"
-
-    # ---- kubeconfigs ---------------------------------------------------------------------------
-    def _kubeconfig(self, path: Path, user: str, cert: Path, key: Path, server: str) -> Path:
-        cfg = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "gangsched-lab",
-                    "cluster": {"server": server, "certificate-authority": str(self.pki / "ca.crt")},
-                }
-            ],
-            "users": [{"name": user, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
-            "contexts": [{"name": "gangsched-lab", "context": {"cluster": "gangsched-lab", "user": user}}],
-            "current-context": "gangsched-lab",
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        path.chmod(0o600)
-        return path
 
     # ---- up ------------------------------------------------------------------------------------
     def up(
@@ -212,56 +161,8 @@ class Lab:
         return self.root / "inventory-facts.json"
 
     def write_inventory_facts(self) -> Path:
-        """Where this lab keeps what an inventory needs (kubeconfig, helm, the upstream charts and CRDs
-        built for it, the static pod manifest dir): ``inventories/lab`` reads it."""
-
-        def art(unit: str, sub: str) -> str:
-            # a path not built yet (`python -m lab build --for <path>` builds only what one path needs) is where
-            # its build puts it, so a lab brought up first serves that path once it is built
-            if not build.built(build.unit_by_name(unit)):
-                return str(build.artifacts_dir(build.unit_by_name(unit)) / sub)
-            return str(build.artifact_path(unit, sub))
-
-        facts = {
-            "kubeconfig": str(self.kubeconfig),
-            "helm": str(build.binary_where("helm")),
-            "kubectl": str(build.binary_where("kubectl")),
-            "manifests_dir": str(self.manifests),
-            "etc_dir": str(self.etc),
-            "state_dir": str(self.root),
-            "charts": {
-                "volcano": art("volcano", "chart"),
-                "scheduler_plugins": art("scheduler-plugins", "chart"),
-                "nvidia_device_plugin": art("nvidia-device-plugin", "chart"),
-            },
-            "crds": {
-                "volcano": art("volcano", "chart/crd/bases"),
-                "scheduler_plugins": art("scheduler-plugins", "coscheduling/crd.yaml"),
-                "training_operator": art("training-operator", "crds"),
-                "mpi_operator": art("mpi-operator", "manifests/kubeflow.org_mpijobs.yaml"),
-                "koordinator": art("koordinator", "crds"),
-                "trainer": art("trainer", "crds"),
-                "jobset": art("jobset", "crds"),
-            },
-            # the releases' webhook configurations and their kustomize patches
-            "webhooks": {
-                "trainer": art("trainer", "webhook"),
-                "jobset": art("jobset", "webhook"),
-            },
-            "versions": {
-                "kubernetes": V.KUBERNETES,
-                "volcano": V.VOLCANO,
-                "scheduler_plugins": V.SCHEDULER_PLUGINS,
-                "nvidia_device_plugin": V.NVIDIA_DEVICE_PLUGIN,
-                "training_operator": V.TRAINING_OPERATOR,
-                "mpi_operator": V.MPI_OPERATOR,
-                "koordinator": V.KOORDINATOR,
-                "trainer": V.TRAINER,
-                "jobset": V.JOBSET,
-            },
-        }
-        self.inventory_facts.write_text(json.dumps(facts, indent=2) + "\n")
-        return self.inventory_facts
+        """Where this lab keeps what an inventory needs (``lab.inventory``): ``inventories/lab`` reads it."""
+        return inventory.write_facts(self)
 
     def _start_all(self, st: dict, log) -> None:
         p = st["ports"]
@@ -281,20 +182,7 @@ class Lab:
         )
         sa_pub, sa_key = pki.service_account_keypair(self.pki)
         server = f"https://127.0.0.1:{p['apiserver']}"
-        adm = ca.issue("admin", "kubernetes-admin", "system:masters")
-        self._kubeconfig(self.kubeconfig, "kubernetes-admin", *adm, server)
-        kcm = self._kubeconfig(
-            self.etc / "controller-manager.conf",
-            "system:kube-controller-manager",
-            *ca.issue("controller-manager", "system:kube-controller-manager"),
-            server,
-        )
-        self._kubeconfig(
-            self.etc / "scheduler.conf",
-            "system:kube-scheduler",
-            *ca.issue("scheduler", "system:kube-scheduler"),
-            server,
-        )
+        kcm = kubeconfigs.control_plane(self, ca, server)
 
         log(f"starting etcd on 127.0.0.1:{p['etcd']}")
         etcd_url, peer_url = f"http://127.0.0.1:{p['etcd']}", f"http://127.0.0.1:{p['etcd_peer']}"
@@ -532,65 +420,13 @@ class Lab:
         raise LabError("the default ServiceAccount never appeared; see: python -m lab logs kube-controller-manager")
 
     def write_scheduler_manifest(self) -> Path:
-        """The kubeadm-style static pod manifest the runner starts the default scheduler from."""
-        conf = str(self.etc / "scheduler.conf")
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": "kube-scheduler",
-                "namespace": "kube-system",
-                "labels": {"component": "kube-scheduler", "tier": "control-plane"},
-            },
-            "spec": {
-                "hostNetwork": True,
-                "priorityClassName": "system-node-critical",
-                "containers": [
-                    {
-                        "name": "kube-scheduler",
-                        "image": f"registry.k8s.io/kube-scheduler:{V.KUBERNETES}",
-                        "command": [
-                            "kube-scheduler",
-                            f"--authentication-kubeconfig={conf}",
-                            f"--authorization-kubeconfig={conf}",
-                            "--bind-address=127.0.0.1",
-                            f"--kubeconfig={conf}",
-                            "--leader-elect=true",
-                            *gate_flags(feature_gates(), "kube-scheduler", V.KUBERNETES_MINOR),
-                        ],
-                        "volumeMounts": [{"name": "kubeconfig", "mountPath": conf, "readOnly": True}],
-                    }
-                ],
-                "volumes": [{"name": "kubeconfig", "hostPath": {"path": conf, "type": "FileOrCreate"}}],
-            },
-        }
-        path = self.manifests / "kube-scheduler.yaml"
-        path.write_text(yaml.safe_dump(pod, sort_keys=False))
-        return path
+        """The kubeadm-style static pod manifest the runner starts the default scheduler from (``lab.manifests``)."""
+        return manifests.write_scheduler(self)
 
     def write_host_manifest(self, name: str) -> Path:
-        """The kubeadm-style static pod manifest of a component the lab started on the host (``HOST_COMPONENTS``):
-        its image and, as the container's command, the flags it runs with now (``components.json``)."""
-        argv = self.components()[name]["argv"]
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": "kube-system",
-                "labels": {"component": name, "tier": "control-plane"},
-            },
-            "spec": {
-                "hostNetwork": True,
-                "priorityClassName": "system-node-critical",
-                "containers": [
-                    {"name": name, "image": f"registry.k8s.io/{name}:{V.KUBERNETES}", "command": [name, *argv[1:]]}
-                ],
-            },
-        }
-        path = self.manifests / f"{name}.yaml"
-        path.write_text(yaml.safe_dump(pod, sort_keys=False))
-        return path
+        """The static pod manifest of a component the lab started on the host (``HOST_COMPONENTS``), of the flags it
+        runs with now (``lab.manifests``)."""
+        return manifests.write_host(self, name)
 
     def replace(self, name: str, argv: list[str], log=print) -> bool:
         """Stop a host component and start it with ``argv`` (its environment kept): what the kubelet does when a
@@ -731,71 +567,3 @@ def _http_ok(url: str, ctx: ssl.SSLContext | None = None) -> bool:
             return r.status == 200
     except Exception:  # noqa: BLE001 - any failure means "not ready yet"
         return False
-
-
-def port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def ephemeral_ports() -> tuple[int, int]:
-    """The kernel's range for the local port of a client socket (Linux; its default elsewhere)."""
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-# ports handed out by free_port() on this machine, one empty file each, so that labs starting side by side never
-# hand out the same one: a port is only at risk between its choice and its component's bind (a few seconds, a
-# minute on a loaded machine), after which port_free() says it is taken; a claim older than that has expired
-# (per user: another user's directory would not be writable here)
-PORT_CLAIMS = Path(os.environ.get("TMPDIR") or "/tmp") / f"gangsched-lab-port-claims-{os.getuid()}"
-PORT_CLAIM_SECONDS = 600
-
-
-def claim_port(port: int, claims: Path | None = None) -> bool:
-    """Whether ``port`` is now this caller's to bind: its claim file created here (O_EXCL: one process wins), or
-    found expired and taken over."""
-    claims = claims or PORT_CLAIMS
-    path = claims / str(port)
-    try:
-        claims.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return True  # no place to claim it: free is all that is known, as before claims
-    for _ in range(2):
-        try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            return True
-        except FileExistsError:
-            try:
-                if time.time() - path.stat().st_mtime < PORT_CLAIM_SECONDS:
-                    return False
-                path.unlink()  # expired: its component bound it long ago, or never will
-            except FileNotFoundError:
-                pass  # another process took it over first: try once more
-        except OSError:
-            return True  # no place to claim it (a directory not writable here): free is all that is known
-    return False
-
-
-def free_port() -> int:
-    """A port free now, for a component to listen on, that no other lab on this machine was handed in the last
-    PORT_CLAIM_SECONDS. Picked at random below the kernel's ephemeral range: a port the kernel hands out (bind to
-    port 0) can be taken, before the component binds it, by any client socket's local port; and two labs starting
-    side by side (make test's lanes) could pick the same free port before either bound it ("address already in
-    use"), which the claim rules out."""
-    low = ephemeral_ports()[0]
-    if low > 12000:
-        for _ in range(200):
-            port = random.randrange(10000, low)
-            if port_free(port) and claim_port(port):
-                return port
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

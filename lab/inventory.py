@@ -1,0 +1,67 @@
+"""What an inventory of the lab needs, written for ``inventories/lab`` by ``python -m lab up``: the kubeconfig, helm
+and kubectl, the upstream charts, CRDs and webhooks built for the lab, its static pod manifest dir, the versions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import build
+from . import versions as V
+
+if TYPE_CHECKING:
+    from .cluster import Lab
+
+
+def write_facts(lab: Lab) -> Path:
+    """Where ``lab`` keeps what an inventory needs (kubeconfig, helm, the upstream charts and CRDs
+    built for it, the static pod manifest dir), in ``lab.inventory_facts``: ``inventories/lab`` reads it."""
+
+    def art(unit: str, sub: str) -> str:
+        # a path not built yet (`python -m lab build --for <path>` builds only what one path needs) is where
+        # its build puts it, so a lab brought up first serves that path once it is built
+        if not build.built(build.unit_by_name(unit)):
+            return str(build.artifacts_dir(build.unit_by_name(unit)) / sub)
+        return str(build.artifact_path(unit, sub))
+
+    facts = {
+        "kubeconfig": str(lab.kubeconfig),
+        "helm": str(build.binary_where("helm")),
+        "kubectl": str(build.binary_where("kubectl")),
+        "manifests_dir": str(lab.manifests),
+        "etc_dir": str(lab.etc),
+        "state_dir": str(lab.root),
+        "charts": {
+            "volcano": art("volcano", "chart"),
+            "scheduler_plugins": art("scheduler-plugins", "chart"),
+            "nvidia_device_plugin": art("nvidia-device-plugin", "chart"),
+        },
+        "crds": {
+            "volcano": art("volcano", "chart/crd/bases"),
+            "scheduler_plugins": art("scheduler-plugins", "coscheduling/crd.yaml"),
+            "training_operator": art("training-operator", "crds"),
+            "mpi_operator": art("mpi-operator", "manifests/kubeflow.org_mpijobs.yaml"),
+            "koordinator": art("koordinator", "crds"),
+            "trainer": art("trainer", "crds"),
+            "jobset": art("jobset", "crds"),
+        },
+        # the releases' webhook configurations and their kustomize patches
+        "webhooks": {
+            "trainer": art("trainer", "webhook"),
+            "jobset": art("jobset", "webhook"),
+        },
+        "versions": {
+            "kubernetes": V.KUBERNETES,
+            "volcano": V.VOLCANO,
+            "scheduler_plugins": V.SCHEDULER_PLUGINS,
+            "nvidia_device_plugin": V.NVIDIA_DEVICE_PLUGIN,
+            "training_operator": V.TRAINING_OPERATOR,
+            "mpi_operator": V.MPI_OPERATOR,
+            "koordinator": V.KOORDINATOR,
+            "trainer": V.TRAINER,
+            "jobset": V.JOBSET,
+        },
+    }
+    lab.inventory_facts.write_text(json.dumps(facts, indent=2) + "\n")
+    return lab.inventory_facts
