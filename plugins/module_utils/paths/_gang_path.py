@@ -9,7 +9,12 @@ public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _operators, _podgroups, _schedulers
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
+    _operators,
+    _pod_facts,
+    _podgroups,
+    _schedulers,
+)
 
 KUBEFLOW_WORKLOADS = ("pytorchjob", "tfjob", "mpijob")
 minimum_kinds = _operators.MINIMUM_KINDS
@@ -231,7 +236,7 @@ class GangPath:
             md = pg.get("metadata") or {}
             key = f"{md.get('namespace')}/{md.get('name')}"
             phase = (pg.get("status") or {}).get("phase")
-            created = _timestamp(md.get("creationTimestamp"))
+            created = _pod_facts.timestamp(md.get("creationTimestamp"))
             if key in facts.get("gangs", ()) or phase in self.finished_phases or created is None:
                 continue
             if facts["now"] - created < facts["threshold"]:
@@ -249,7 +254,7 @@ class GangPath:
         stale = {id(pg) for pg, _o in out}
         for pg in (facts.get("lists") or {}).get("podgroups") or []:
             md = pg.get("metadata") or {}
-            created = _timestamp(md.get("creationTimestamp"))
+            created = _pod_facts.timestamp(md.get("creationTimestamp"))
             if id(pg) in stale or (pg.get("status") or {}).get("phase") not in self.waiting_phases:
                 continue
             if created is None or facts["now"] - created < facts["threshold"]:
@@ -296,15 +301,6 @@ class GangPath:
             f"podgroups.{_podgroups.group(self.podgroup_kind)} {md.get('name')}); the operator that owned it no "
             "longer removes it",
         }
-
-
-def _timestamp(s: str | None) -> float | None:
-    """An object's time as the API writes it, in seconds since the epoch."""
-    import datetime
-
-    if not s:
-        return None
-    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def where(s: dict) -> str:

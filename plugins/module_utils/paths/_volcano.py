@@ -7,7 +7,7 @@ Kubeflow operators and Trainer, and what gang_info checks of it. Pure: no I/O. N
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _capacity
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _capacity, _pod_facts
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path
 
@@ -197,7 +197,7 @@ def queue_problem(pg: dict, queues: dict, facts: dict) -> dict | None:
             "fix": f"raise Queue {qname}'s spec.capability for {', '.join(over)}, or submit the job to a queue whose "
             "capability holds it",
         }
-    created = _gang_path._timestamp(md.get("creationTimestamp"))
+    created = _pod_facts.timestamp(md.get("creationTimestamp"))
     if st.get("phase") != "Pending" or created is None or facts["now"] - created < facts["threshold"]:
         return None
     said = [
