@@ -363,9 +363,10 @@ class NativeGang(_gang_path.GangPath):
     def run_kinds(self):
         return (("PodGroup", API_VERSION), ("Workload", API_VERSION))
 
-    def refuse_workload(self, wl):
+    def refuse_workload(self, workload):
         return (
-            f"workload={wl} cannot be tested with gang_scheduler={self.name}: no Kubeflow operator or Trainer runtime "
+            f"workload={workload} cannot be tested with gang_scheduler={self.name}: no Kubeflow operator or Trainer "
+            "runtime "
             "puts its pods in a native gang (kube-scheduler's Workload and PodGroup) yet, so such a job would not be "
             "gang-scheduled; use workload=pods or workload=job for the native gang, or gang_scheduler=volcano or "
             "scheduler_plugins for Kubeflow jobs"
