@@ -10,7 +10,7 @@ only. Not a public API."""
 from __future__ import annotations
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _operators
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, Forbidden
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
@@ -113,8 +113,15 @@ def event_problems(client) -> list[dict]:
     PodGroup is missing or not yet Inqueue)."""
     try:
         events = client.list(_api.path("Event"), what="FailedCreate events", fieldSelector="reason=FailedCreate")
-    except ApiError:
-        return []
+    except Forbidden as e:
+        return [
+            {
+                "object": "Events (all namespaces)",
+                "message": f"gang_info may not list events ({e.msg}): the jobs a quota or an admission webhook let "
+                "create only part of their pods are not checked",
+                "fix": "grant list on events (docs/automation-user-rbac.yml in the collection's repository)",
+            }
+        ]
     by_object: dict[tuple, list] = {}
     for e in events:
         io, msg = e.get("involvedObject") or {}, e.get("message") or ""

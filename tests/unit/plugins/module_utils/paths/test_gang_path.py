@@ -206,3 +206,14 @@ def test_a_gang_on_shared_gpus_is_named_and_one_on_whole_gpus_is_not():
     assert shared == [{"gang": "team/shared", "nodes": {"n0": 4}, "bound": 2}]
     (p,) = _gang_info_gangs.shared_problems(shared)
     assert p["object"] == "Gang team/shared" and "share physical GPUs on n0 (each GPU shared 4 ways)" in p["message"]
+
+
+def test_events_gang_info_may_not_list_are_said_not_skipped():
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Forbidden
+
+    class _NoEvents(_Client):
+        def list(self, path, what="", **query):
+            raise Forbidden(f"Forbidden to read {what}")
+
+    (p,) = _gang_info_gangs.event_problems(_NoEvents())
+    assert p["object"] == "Events (all namespaces)" and "may not list events" in p["message"] and "grant" in p["fix"]
