@@ -8,7 +8,7 @@ gang beside them is named by none."""
 from __future__ import annotations
 
 import pytest
-from ansible_run import run_module
+from ansible_run import playbook, run_module
 
 from lab import kube, scenarios
 
@@ -138,6 +138,14 @@ def test_a_quota_that_lets_only_part_of_a_job_be_created_is_named(lab, namespace
     job = info["job"]
     assert "ResourceQuota refused" in job["why"] and len(job["pods"]) == 2, job
     assert [q["name"] for q in job["quotas"]] == ["gpus"] and any("FailedCreate" in e for e in job["events"]), job
+    # the playbook users run prints the same, the why first
+    run = playbook(lab, "why", job=f"Job/{namespace}/split")
+    assert run.rc == 0, run.failures()
+    (printed,) = run.results("Why")
+    lines = printed["msg"]
+    assert lines[0].startswith(f"Job {namespace}/split: ") and "ResourceQuota refused" in lines[0], lines
+    assert any(line.startswith("quota gpus: requests.nvidia.com/gpu 2/2") for line in lines), lines
+    assert playbook(lab, "why", job="nonsense").rc != 0
 
 
 def _bound(lab, ns: str, gang: str, label: str = "app") -> int:
