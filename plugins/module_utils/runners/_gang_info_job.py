@@ -19,7 +19,7 @@ POD_LABEL = {
     "Job": "batch.kubernetes.io/job-name",
 }
 KINDS = (*POD_LABEL, "PodGroup")
-OPERATOR = {kind.lower(): op for kind, (_crd, op) in ((k, v) for k, v in _workloads.JOB_CRDS.items())}
+OPERATOR = {workload: op for workload, (_crd, op) in _workloads.JOB_CRDS.items()}  # pytorchjob -> training_operator
 EVENTS = 10  # the newest events of the job, its gang object and its pods
 
 
