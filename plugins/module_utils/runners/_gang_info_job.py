@@ -36,9 +36,9 @@ def check(job: dict | None) -> None:
             raise GangError(f"job.{key} is required: the {key} of the {job['kind']} to explain")
 
 
-def _podgroup(facts: dict, ns: str, name: str, kind: str) -> tuple[str | None, dict | None]:
-    """(path, PodGroup) of the job among the PodGroups the paths listed: named after the job (the operators',
-    Trainer's) or, for ``kind`` PodGroup, the one named."""
+def _podgroup(facts: dict, ns: str, name: str) -> tuple[str | None, dict | None]:
+    """(path, PodGroup) named ``ns/name`` among the PodGroups the paths listed: the job's (the operators' and
+    Trainer's are named after it), or the PodGroup itself when the kind explained is PodGroup."""
     for path, lists in (facts.get("lists") or {}).items():
         for pg in lists.get("podgroups") or []:
             md = pg.get("metadata") or {}
@@ -142,7 +142,7 @@ def explain(client, job: dict, facts: dict, ops: list[dict], problems: list[dict
     found = True
     if kind != "PodGroup":
         found = client.get_or_none(_api.path(kind, ns, name), what) is not None
-    path, pg = _podgroup(facts, ns, name, kind)
+    path, pg = _podgroup(facts, ns, name)
     if kind == "PodGroup" and pg is None:
         found = False
     rows = [_pod_row(p) for p in _pods(client, kind, ns, name)] if found else []
