@@ -419,6 +419,14 @@ class Flux:
     def kustomization(self, name: str = NAME, namespace: str = NS) -> dict:
         return self._custom().get_namespaced_custom_object(KUSTOMIZE_GROUP, "v1", namespace, "kustomizations", name)
 
+    def suspend(self, suspended: bool, name: str = NAME, namespace: str = NS) -> dict:
+        """Stop (``True``) or restart (``False``) the Kustomization's applies, as ``flux suspend`` / ``flux resume``
+        do: its ``spec.suspend``. Returns the Kustomization."""
+        patch = {"spec": {"suspend": suspended}}
+        return self._custom().patch_namespaced_custom_object(
+            KUSTOMIZE_GROUP, "v1", namespace, "kustomizations", name, patch
+        )
+
     def reconcile(self, name: str = NAME, namespace: str = NS, with_source: bool = True) -> str:
         """Ask Flux to act now, as ``flux reconcile kustomization --with-source`` does: the annotation
         ``reconcile.fluxcd.io/requestedAt`` set on the Kustomization and, with ``with_source``, on its GitRepository

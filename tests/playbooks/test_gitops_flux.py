@@ -195,16 +195,19 @@ def test_a_hand_edit_is_put_back_by_flux(lab, flux):
     assert gang == ["--gang-scheduler-name=volcano"], command
     patch = [{"op": "replace", "path": "/spec/template/spec/containers/0/command", "value": command[:-1]}]
     assert command[-1] == gang[0]
-    p = kubectl(
-        lab, "-n", "kubeflow", "patch", "deployment", "training-operator", "--type=json", "-p", yaml.safe_dump(patch)
-    )
-    assert p.returncode == 0, p.stderr
 
+    # held still while the edit is looked at: the Kustomization's interval would otherwise put it back at any moment
     def gang_value(info):
         return next(o["gang_value"] for o in info["operators"] if o["operator"] == "training_operator")
 
-    assert gang_value(module(lab, "gang_info")) is None
-
+    flux.suspend(True, name=name)
+    try:
+        edit = ("-n", "kubeflow", "patch", "deployment", "training-operator", "--type=json")
+        p = kubectl(lab, *edit, "-p", yaml.safe_dump(patch))
+        assert p.returncode == 0, p.stderr
+        assert gang_value(module(lab, "gang_info")) is None
+    finally:
+        flux.suspend(False, name=name)
     flux.wait_handled(flux.reconcile(name, with_source=False), timeout=120, name=name)
     dep = apps.read_namespaced_deployment("training-operator", "kubeflow")
     back = dep.spec.template.spec.containers[0].command
