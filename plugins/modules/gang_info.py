@@ -153,6 +153,10 @@ schedulers:
     - Gang schedulers found, with kind, where, image, version, profile names, readiness and mode.
     - A koord-scheduler's entry also has C(coscheduling_prebind), whether a gang profile keeps Coscheduling's preBind
       on (null when its configuration could not be read); on v1.7.0 that binds no gang member and is a problem.
+    - A Volcano scheduler's entry has C(conf), the actions and the plugins of its C(--scheduler-conf) (null when it
+      could not be read).
+    - A scheduler-plugins scheduler's entry has C(permit_waits), each gang profile's Coscheduling
+      C(permitWaitingTimeSeconds) (60 where unset; null when its configuration could not be read).
   returned: always
   type: list
   elements: dict

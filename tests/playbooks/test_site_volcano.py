@@ -212,6 +212,38 @@ def test_admission_webhooks_refuse_what_upstream_refuses(lab):
     assert "'minAvailable' should not be greater than total replicas in tasks" in msg, msg
 
 
+def test_members_refused_by_volcanos_admission_are_named_until_their_job_is_gone(lab):
+    """A batch Job whose pods name a Volcano PodGroup that does not exist (deleted with a stale gang, or not made
+    yet): Volcano's pod admission refuses each member, the Job controller records FailedCreate, and gang_info names the
+    Job with the webhook's own words, on the Job's explanation too. Deleted, the Job is no longer named (its events
+    outlive it by an hour)."""
+    template = {
+        "metadata": {"annotations": {"scheduling.k8s.io/group-name": "no-such-podgroup"}},
+        "spec": {"schedulerName": "volcano", "restartPolicy": "Never", "containers": [{"name": "w", "image": "b"}]},
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "refused", "namespace": "default"},
+        "spec": {"parallelism": 2, "completions": 2, "backoffLimit": 0, "template": template},
+    }
+    kube.apply(lab, [job])
+    obj = "Job default/refused"
+    try:
+
+        def named() -> list[dict]:
+            return [p for p in module(lab, "gang_info")["problems"] if p["object"] == obj]
+
+        (p,) = kube.wait_for(named, 60, "the refused members named")
+        assert 'admission webhook "validatepod.volcano.sh"' in p["message"], p
+        assert "no-such-podgroup" in p["message"] and "its queue is Open" in p["fix"], p
+        why = module(lab, "gang_info", job={"kind": "Job", "namespace": "default", "name": "refused"})["job"]["why"]
+        assert "admission webhook refused" in why, why
+    finally:
+        kubectl(lab, "-n", "default", "delete", "job", "refused", "--cascade=background")
+    assert module(lab, "gang_info")["problems"] == []
+
+
 # ---- the seed guides end to end (tests/playbooks/seeds.py), on the chain site.yml installed ----------
 class TestWithoutGang:
     """training-operator without its gang flag (operator_gang gang_scheduler=none), as before the

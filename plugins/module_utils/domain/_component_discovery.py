@@ -89,6 +89,8 @@ def schedulers(deployments: list[dict], configs: dict | None = None) -> list[dic
         extra = {}
         if _schedulers.SCHEDULERS[kind].get("prebind"):
             extra["coscheduling_prebind"] = _schedulers.coscheduling_prebind(text)
+        if _schedulers.SCHEDULERS[kind].get("permit_wait"):
+            extra["permit_waits"] = _schedulers.permit_waits(text)
         if _schedulers.SCHEDULERS[kind].get("conf_flag"):
             extra["conf"] = _schedulers.volcano_conf(text)
         found.append(

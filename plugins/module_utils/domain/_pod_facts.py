@@ -6,7 +6,8 @@ cluster-wide scan decodes them, so that its memory grows with the nodes and the 
 pods: the GPUs requested per node, each gang's bound and waiting members (the partial gangs) and the GPUs its
 members ask for (a gang that can never fit), the Pending pods no scheduler has looked at (per schedulerName: how
 many, and the three that waited longest), the pods that carry a gang scheduler's member key, per schedulerName (a gang
-that never reaches its scheduler), and when Trainer's controller pods started. Pure: no I/O. Not a public API."""
+that never reaches its scheduler), what the scheduler last wrote on each gang's unbound members, and when Trainer's
+controller pods started. Pure: no I/O. Not a public API."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ TERMINAL = ("Succeeded", "Failed")
 # a label gang's minimum (seed 003, Koordinator); a PodGroup's minMember is read with the PodGroup
 LABEL_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
 EXAMPLES = 3  # the longest-waiting pods a no-progress problem names
+SAID = 3  # the distinct messages of a gang's unbound members kept (their PodScheduled condition)
 
 
 def timestamp(s: str | None) -> float | None:
@@ -69,6 +71,7 @@ class _Gang:
         "largest",
         "example",
         "minimum",
+        "said",
     )
 
     def __init__(self):
@@ -83,6 +86,7 @@ class _Gang:
         self.largest = 0.0
         self.example = ""
         self.minimum: int | None = None
+        self.said: list[str] = []  # what the scheduler last wrote on its unbound members (distinct, SAID at most)
 
 
 class PodFold:
@@ -165,6 +169,9 @@ class PodFold:
             g.minimum = int(least)
         if not node:
             g.unbound += 1
+            said = next((c.get("message") for c in st.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+            if said and said not in g.said and len(g.said) < SAID:
+                g.said.append(said)
             if req > g.largest:
                 g.largest, g.example = req, f"{md.get('namespace')}/{md.get('name')}"
         if node:
@@ -273,6 +280,12 @@ class PodFold:
         pods that carry a gang scheduler's member key (_podgroups.member_keys)."""
         self._check()
         return {k: tuple(v) for k, v in sorted(self._keyed.items())}
+
+    def said(self) -> dict[str, list[str]]:
+        """'namespace/gang' -> what the scheduler wrote on its unbound members (their PodScheduled condition's
+        message: why it could not place them, or let them go), distinct, ``SAID`` at most, in the scan's order."""
+        self._check()
+        return {key: list(g.said) for key, g in sorted(self._gangs.items()) if g.said}
 
     def gangs(self) -> set[str]:
         """'namespace/gang' of every gang with a live (non-terminal) member."""

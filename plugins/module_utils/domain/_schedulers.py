@@ -23,13 +23,15 @@ DEFAULT_SCHEDULER = "default-scheduler"
 # (the config file lives on the control-plane host; kubeadm-style installs run Coscheduling in the
 # default profile); ``conf_flag``: the flag naming its own configuration file, read by gang_info (vc-scheduler's actions
 # and plugins); ``gangs``: "labels" where it forms its gangs from labels on the pods and ignores every
-# PodGroup the operators create; ``prebind``: its configuration's Coscheduling preBind is read (koord-scheduler)
+# PodGroup the operators create; ``prebind``: its configuration's Coscheduling preBind is read (koord-scheduler);
+# ``permit_wait``: its configuration's CoschedulingArgs permitWaitingTimeSeconds is read (scheduler-plugins)
 SCHEDULERS = {
     "scheduler_plugins": {
         "label": "scheduler-plugins",
         "images": ("scheduler-plugins/kube-scheduler",),
         "names_from": "config",
         "static_pod_names": (DEFAULT_SCHEDULER,),
+        "permit_wait": True,
     },
     "volcano": {
         "label": "Volcano",
@@ -96,6 +98,38 @@ def coscheduling_prebind(config_text: str | None) -> bool | None:
         if not any(d.get("name") in ("Coscheduling", "*") for d in disabled):
             return True
     return False
+
+
+# scheduler-plugins' CoschedulingArgs default: how long the members a gang placed wait at Permit for the rest
+# (a PodGroup's spec.scheduleTimeoutSeconds overrides it)
+PERMIT_WAIT_DEFAULT = 60
+
+
+def permit_waits(config_text: str | None) -> dict[str, int] | None:
+    """Gang profile name -> its Coscheduling permitWaitingTimeSeconds (``PERMIT_WAIT_DEFAULT`` where its pluginConfig
+    sets none) of a KubeSchedulerConfiguration; None when the configuration was not read.
+
+    >>> permit_waits("profiles: [{schedulerName: a, plugins: {multiPoint: {enabled: [{name: Coscheduling}]}}}]")
+    {'a': 60}
+    """
+    import yaml
+
+    if not config_text:
+        return None
+    try:
+        cfg = yaml.safe_load(config_text) or {}
+    except yaml.YAMLError:
+        return None
+    _names, gang = coscheduling_profiles(config_text)
+    out = {}
+    for p in cfg.get("profiles") or [{}]:
+        pname = p.get("schedulerName") or DEFAULT_SCHEDULER
+        if pname not in gang:
+            continue
+        args = next((c.get("args") or {} for c in p.get("pluginConfig") or [] if c.get("name") == "Coscheduling"), {})
+        wait = args.get("permitWaitingTimeSeconds")
+        out[pname] = wait if isinstance(wait, int) and wait > 0 else PERMIT_WAIT_DEFAULT
+    return out
 
 
 def volcano_conf(text: str | None) -> dict | None:

@@ -189,7 +189,7 @@ class GangPath:
     def cluster_problems(self, schedulers: list[dict], ops: list[dict], facts: dict) -> list[dict]:
         """Problems of this path's installation and of the gangs on it, from what gang_info read (``facts``:
         kube_version, crd_state, lists (this path's ``lists``, by name), gangs (the gangs with a live member),
-        keyed (PodFold.keyed), now, threshold)."""
+        keyed (PodFold.keyed), said (PodFold.said), now, threshold)."""
         return self.member_problems(facts.get("keyed") or {}, schedulers) + self.podgroup_problems(facts)
 
     def lists(self, crds: dict) -> dict[str, tuple[str, str]]:

@@ -8,12 +8,16 @@ it. Pure: no I/O. Not a public API."""
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _schedulers
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path, _volcano
 
 _semver = _schedulers.semver
 SMOKE_TIMEOUT = 600  # the smoke PodGroups' scheduleTimeoutSeconds
+# what the scheduler writes on a member Coscheduling let go at Permit: the rest of its gang was not placed in time
+PERMIT_TIMEOUT = re.compile(r"rejected due to timeout after waiting (\S+) at plugin Coscheduling")
 
 # scheduler-plugins releases are built on one Kubernetes minor each (v0.X.y on 1.X); the newest served is built
 # on 1.34, so no release fits a cluster of 1.36 or later within the version-skew policy
@@ -141,11 +145,48 @@ class SchedulerPlugins(_gang_path.GangPath):
             )
         return out
 
-    def cluster_problems(self, schedulers, ops, facts):
-        """scheduler-plugins schedulers whose release is outside Kubernetes' version-skew policy on this cluster
-        (reported on every run, also where the role was told to accept the skew)."""
-        kube = facts.get("kube_version")
+    def permit_problems(self, facts: dict, schedulers: list[dict]) -> list[dict]:
+        """PodGroups whose members Coscheduling let go at Permit (their PodScheduled condition says "rejected due to
+        timeout after waiting"): the members it placed waited the PodGroup's scheduleTimeoutSeconds (else the
+        profile's permitWaitingTimeSeconds) and the rest of the gang was not placed within it."""
+        said = facts.get("said") or {}
+        waits = {n: w for s in schedulers for n, w in (s.get("permit_waits") or {}).items()}
         out = []
+        for pg in (facts.get("lists") or {}).get("podgroups") or []:
+            md, spec = pg.get("metadata") or {}, pg.get("spec") or {}
+            key = f"{md.get('namespace')}/{md.get('name')}"
+            told = said.get(key) or []
+            hit = next((m for m in (PERMIT_TIMEOUT.search(t) for t in told) if m), None)
+            if hit is None:
+                continue
+            timeout = spec.get("scheduleTimeoutSeconds")
+            if isinstance(timeout, int):
+                whose = f"its scheduleTimeoutSeconds ({timeout})"
+            else:
+                profiles = ", ".join(f"{n} {w}" for n, w in sorted(waits.items())) or "60 by default"
+                whose = f"the Coscheduling profile's permitWaitingTimeSeconds ({profiles}; the PodGroup sets none)"
+            others = [t for t in told if not PERMIT_TIMEOUT.search(t) and "rejection in Unreserve" not in t]
+            out.append(
+                {
+                    "object": f"PodGroup {key}",
+                    "message": f"Coscheduling let its placed members go after waiting {hit.group(1)} at Permit for "
+                    f"the rest of the gang ({spec.get('minMember')} members): {whose} is shorter than the time its "
+                    "members take to be placed, so the gang is tried again and again and never starts"
+                    + (f"; what its other unplaced members were told: {'; '.join(others)}" if others else ""),
+                    "fix": "raise the PodGroup's scheduleTimeoutSeconds (the job's runPolicy.schedulingPolicy."
+                    "scheduleTimeoutSeconds, or the Trainer runtime's coscheduling.scheduleTimeoutSeconds) or the "
+                    "profile's permitWaitingTimeSeconds above the time the whole gang takes to be placed, and see "
+                    "why its last members come late (created slowly, held by a scheduling gate, no room yet)",
+                }
+            )
+        return out
+
+    def cluster_problems(self, schedulers, ops, facts):
+        """The gang pods it does not see, the PodGroups Coscheduling let go at Permit, and scheduler-plugins schedulers
+        whose release is outside Kubernetes' version-skew policy on this cluster (reported on every run, also where the
+        role was told to accept the skew)."""
+        kube = facts.get("kube_version")
+        out = super().cluster_problems(schedulers, ops, facts) + self.permit_problems(facts, schedulers)
         for s in schedulers:
             why = scheduler_plugins_skew(s.get("version"), kube) if s["kind"] == self.scheduler_kind else None
             if why:

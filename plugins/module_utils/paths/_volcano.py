@@ -17,6 +17,8 @@ QUEUE_API = "scheduling.volcano.sh/v1beta1"
 DEFAULT_QUEUE = "default"  # the queue of a PodGroup that names none (Volcano's admission sets it)
 # PodGroup phases of a gang that holds no resource yet (Inqueue holds its queue's share)
 WAITING = ("Pending", "Inqueue", "Unknown", None)
+GPU = _capacity.GPU
+EXAMPLES = 3  # the queues a reclaim problem names
 
 
 class Volcano(_gang_path.GangPath):
@@ -111,9 +113,9 @@ class Volcano(_gang_path.GangPath):
         return out
 
     def cluster_problems(self, schedulers, ops, facts):
-        out = super().cluster_problems(schedulers, ops, facts) + [
-            p for s in schedulers if s["kind"] == self.scheduler_kind for p in conf_problems(s)
-        ]
+        mine = [s for s in schedulers if s["kind"] == self.scheduler_kind]
+        out = super().cluster_problems(schedulers, ops, facts) + [p for s in mine for p in conf_problems(s)]
+        out += [p for s in mine for p in take_back_problems(s, facts)]
         ready = [s for s in schedulers if s["kind"] == self.scheduler_kind and s["ready"]]
         if not ready or any(NAME in s["scheduler_names"] for s in ready) or any(o["gang_value"] == NAME for o in ops):
             return out
@@ -162,6 +164,67 @@ def conf_problems(s: dict) -> list[dict]:
             "plugin in the first tier, as the volcano role installs it), then restart it",
         }
     ]
+
+
+def _waiting(facts: dict) -> list[dict]:
+    """The Volcano PodGroups that wait (``WAITING``) and were made at least the threshold ago."""
+    out = []
+    for pg in (facts.get("lists") or {}).get("podgroups") or []:
+        created = _pod_facts.timestamp((pg.get("metadata") or {}).get("creationTimestamp"))
+        if (pg.get("status") or {}).get("phase") in WAITING and created is not None:
+            if facts["now"] - created >= facts["threshold"]:
+                out.append(pg)
+    return out
+
+
+def take_back_problems(s: dict, facts: dict) -> list[dict]:
+    """A vc-scheduler whose configuration lacks the action that would free room for a waiting gang: preempt, where a
+    waiting PodGroup sets a priorityClassName (a higher-priority gang would evict lower ones), and reclaim, where a
+    gang waits while another queue holds GPUs it may be made to give back (a reclaimable queue)."""
+    conf = s.get("conf")
+    if not conf or "now" not in facts:
+        return []
+    waiting = _waiting(facts)
+    where = f"{s['source']} {s['namespace']}/{s['name']}"
+    out = []
+    ranked = [pg for pg in waiting if (pg.get("spec") or {}).get("priorityClassName")]
+    if ranked and "preempt" not in conf["actions"]:
+        md, spec = ranked[0].get("metadata") or {}, ranked[0].get("spec") or {}
+        out.append(
+            {
+                "object": where,
+                "message": f"{len(ranked)} waiting PodGroup(s) set a priority (such as {md.get('namespace')}/"
+                f"{md.get('name')}, priorityClassName {spec['priorityClassName']}) and the Volcano scheduler's "
+                f"configuration has no preempt action (actions: {', '.join(conf['actions'])}): a gang of higher "
+                "priority never evicts lower ones and waits for them to finish",
+                "fix": 'add preempt to its --scheduler-conf actions ("enqueue, allocate, preempt, backfill"), with the '
+                "priority plugin in the first tier, then restart it; or drop the priority if waiting is intended",
+            }
+        )
+    queues = (facts.get("lists") or {}).get("queues") or []
+    waits_in = {(pg.get("spec") or {}).get("queue") or DEFAULT_QUEUE for pg in waiting}
+    lenders = [
+        q
+        for q in queues
+        if (q.get("metadata") or {}).get("name") not in waits_in
+        and (q.get("spec") or {}).get("reclaimable", True) is not False
+        and _capacity.quantity(((q.get("status") or {}).get("allocated") or {}).get(GPU) or "0") > 0
+    ]
+    if waiting and lenders and "reclaim" not in conf["actions"]:
+        held = ", ".join(f"{q['metadata']['name']} ({GPU} {q['status']['allocated'][GPU]})" for q in lenders[:EXAMPLES])
+        out.append(
+            {
+                "object": where,
+                "message": f"{len(waiting)} PodGroup(s) wait in queue(s) {', '.join(sorted(waits_in))} while other "
+                f"reclaimable queues hold GPUs ({held}), and the Volcano scheduler's configuration has no reclaim "
+                f"action (actions: {', '.join(conf['actions'])}): a queue never takes its share back, its gangs wait "
+                "for the other queues' jobs to finish",
+                "fix": 'add reclaim to its --scheduler-conf actions ("enqueue, allocate, reclaim, backfill") with the '
+                "proportion or capacity plugin, then restart it; or mark the lending queues reclaimable: false if "
+                "waiting is intended",
+            }
+        )
+    return out
 
 
 def _queue_numbers(q: dict) -> str:

@@ -262,7 +262,7 @@ def gather(client, params: dict, now: float) -> dict:
         schedulers,
         version.get("gitVersion"),
         crds,
-        {"now": now, "threshold": threshold, "gangs": pods.gangs(), "keyed": pods.keyed()},
+        {"now": now, "threshold": threshold, "gangs": pods.gangs(), "keyed": pods.keyed(), "said": pods.said()},
     )
     probs += _gang_info_gangs.path_problems(client, schedulers, ops, facts)
     probs += _gang_info_gangs.unfit_problems(pods.unfit(per_node, _gang_info_gangs.minimums(facts)))

@@ -110,7 +110,8 @@ def unfit_problems(unfit: list[dict]) -> list[dict]:
 def event_problems(client) -> list[dict]:
     """The jobs whose controller could not create pods (FailedCreate events, read once): a namespace quota that let
     only part of a gang be created, or an admission webhook that refused the members (Volcano's, while the gang's
-    PodGroup is missing or not yet Inqueue)."""
+    PodGroup is missing or its queue is not Open). Each job named is read (OWNER_READS at most): the events of one
+    that is gone, or was made again, are not its problem any more."""
     try:
         events = client.list(_api.path("Event"), what="FailedCreate events", fieldSelector="reason=FailedCreate")
     except Forbidden as e:
@@ -127,10 +128,18 @@ def event_problems(client) -> list[dict]:
         io, msg = e.get("involvedObject") or {}, e.get("message") or ""
         cause = "quota" if "exceeded quota" in msg else "admission" if "admission webhook" in msg else None
         if cause:
-            key = (io.get("kind"), io.get("namespace"), io.get("name"), cause)
+            key = (io.get("kind"), io.get("namespace"), io.get("name"), io.get("uid"), cause)
             by_object.setdefault(key, []).append((e.get("count") or 1, msg))
-    out = []
-    for (kind, ns, name, cause), found in sorted(by_object.items(), key=lambda kv: tuple(map(str, kv[0]))):
+    out, reads = [], 0
+    for (kind, ns, name, uid, cause), found in sorted(by_object.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        if kind in _api.KINDS and reads < OWNER_READS:
+            reads += 1
+            try:
+                now = client.get_or_none(_api.path(kind, ns, name), f"{kind} {ns}/{name}")
+            except ApiError:
+                now = {}  # no right to read it, or its CRD gone: the events stand
+            if now is None or (now.get("metadata") or {}).get("uid") not in (None, uid):
+                continue  # the job the events were about is gone (the events outlive it by an hour)
         count = sum(c for c, _m in found)
         said = found[-1][1]
         if cause == "quota":
@@ -142,7 +151,7 @@ def event_problems(client) -> list[dict]:
         else:
             message = f"an admission webhook refused {count} of its pods ({said})"
             fix = (
-                "check the gang's PodGroup (it must exist and be Inqueue before Volcano admits its pods) and the "
+                "check the gang's PodGroup (Volcano admits its pods once it exists and its queue is Open) and the "
                 "webhook's component; then the controller creates the pods again"
             )
         out.append({"object": f"{kind} {ns}/{name}", "message": message, "fix": fix})

@@ -1,11 +1,16 @@
 """Why is my job Pending? Each failure gang_info names, reproduced on the lab with the real vc-scheduler and
 kube-controller-manager: a Volcano queue whose capability is below the gang's minResources, a queue that does not
 exist (and a Closed one, which vc-scheduler v1.10 does not hold a gang for), a member bigger than any node, a gang's
-pods on the default scheduler (a partial start), and a namespace quota that lets a Job create only part of its pods.
+pods on the default scheduler (a partial start), a namespace quota that lets a Job create only part of its pods, a
+Coscheduling permit wait shorter than the gang takes to be placed (the real scheduler-plugins), and a PodGroup left
+behind by its deleted job while the garbage collector is behind (kube-controller-manager frozen).
 gang_info names each with the object, the cause and the fix, and on the job itself gives it as the reason; the healthy
 gang beside them is named by none."""
 
 from __future__ import annotations
+
+import os
+import signal
 
 import pytest
 from ansible_run import playbook, run_module
@@ -285,3 +290,61 @@ def test_a_gang_that_fits_only_on_shared_gpus_is_named(volcano, api, core, added
     finally:
         for n in cordoned:
             core.patch_node(n, {"spec": {"unschedulable": False}})
+
+
+@pytest.fixture(scope="module")
+def coscheduling(volcano):
+    """scheduler-plugins' kube-scheduler with Coscheduling beside vc-scheduler, as a second scheduler."""
+    scenarios.install_scheduler_plugins(volcano)
+    return volcano
+
+
+def test_a_permit_wait_shorter_than_the_gang_takes_is_named(coscheduling, namespace):
+    """A Coscheduling gang of 3 with scheduleTimeoutSeconds 2 whose last member is held by a scheduling gate (as a
+    member created late, or held by another controller): the two placed members wait 2 s at Permit, are let go, and
+    are tried again, over and over. gang_info names the PodGroup, the wait and what the late member was told; the
+    gate lifted, the whole gang binds."""
+    docs = scenarios.gang(namespace, "late", 3, "scheduler-plugins")
+    docs[0]["spec"]["scheduleTimeoutSeconds"] = 2
+    docs[-1]["spec"]["schedulingGates"] = [{"name": "gangsched.test/late"}]
+    kube.apply(coscheduling, docs)
+    obj = f"PodGroup {namespace}/late"
+    kube.wait_for(lambda: _about(run_module(coscheduling, "gang_info", {}), obj), 90, "the permit timeout named")
+    info = _explain(coscheduling, "PodGroup", namespace, "late")
+    (p,) = _about(info, obj)
+    assert "after waiting 2s at Permit" in p["message"] and "its scheduleTimeoutSeconds (2)" in p["message"], p
+    assert "scheduling gates" in p["message"] and "raise the PodGroup's scheduleTimeoutSeconds" in p["fix"], p
+    assert "Coscheduling let its placed members go" in info["job"]["why"], info["job"]
+    assert _bound(coscheduling, namespace, "late") == 0
+    ungate = '[{"op": "remove", "path": "/spec/schedulingGates"}]'
+    kube.kubectl(coscheduling, "-n", namespace, "patch", "pod", "late-2", "--type=json", "-p", ungate)
+    kube.wait_for(lambda: _bound(coscheduling, namespace, "late") == 3, 90, "the whole gang bound")
+
+
+def test_a_stale_podgroup_whose_job_is_gone_is_named(operators, queues, namespace):
+    """A PyTorchJob its queue cannot take (its PodGroup Pending, no pod made), deleted while kube-controller-manager is
+    frozen (its garbage collector behind, as on a busy cluster): the PodGroup stays, still counted against its queue,
+    and gang_info names it stale with the owner that is gone; thawed, the collector removes it."""
+    job = scenarios.pytorchjob(namespace, "gone", 1)
+    job["spec"]["runPolicy"] = {"schedulingPolicy": {"queue": "gangsched-small"}}
+    kube.apply(operators, [job])
+    kube.wait_for(lambda: _phase(operators, namespace, "gone") == "Pending", 60, "the job's PodGroup held")
+    pid = operators.pid("kube-controller-manager")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        kube.kubectl(operators, "-n", namespace, "delete", "pytorchjob", "gone")
+        obj = f"PodGroup {namespace}/gone"
+
+        def stale() -> list[dict]:
+            found = _about(run_module(operators, "gang_info", {"partial_threshold_seconds": 1}), obj)
+            return [p for p in found if "a stale gang object" in p["message"]]
+
+        (p,) = kube.wait_for(stale, 60, "the stale PodGroup named")
+        assert f"its PyTorchJob {namespace}/gone is gone" in p["message"], p
+        assert (
+            "still counts against its queue" in p["message"]
+            and "delete podgroups.scheduling.volcano.sh gone" in (p["fix"])
+        ), p
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    kube.wait_for(lambda: _phase(operators, namespace, "gone") == "", 60, "the collector removed the PodGroup")

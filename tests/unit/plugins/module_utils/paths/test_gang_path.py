@@ -136,23 +136,27 @@ def test_a_podgroup_without_pods_whose_owner_is_gone_is_stale():
 
 
 def test_failed_creates_of_a_quota_or_an_admission_webhook_are_named_per_job():
-    def ev(name, msg, count=1):
+    def ev(name, msg, count=1, uid="u1"):
         return {
-            "involvedObject": {"kind": "PyTorchJob", "namespace": "team", "name": name},
+            "involvedObject": {"kind": "PyTorchJob", "namespace": "team", "name": name, "uid": uid},
             "message": msg,
             "count": count,
         }
 
+    refused = 'admission webhook "validatepod.volcano.sh" denied the request: failed to get PodGroup'
     client = _Client(
+        objects={f"/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/{n}": {"metadata": {"uid": "u1"}} for n in "aqr"},
         events=[
             ev("q", 'pods "q-worker-3" is forbidden: exceeded quota: gpus, requested: requests.nvidia.com/gpu=1', 2),
-            ev("a", 'admission webhook "validatepod.volcano.sh" denied the request: failed to get PodGroup'),
+            ev("a", refused),
             ev("x", "something else"),
-        ]
+            ev("gone", refused),  # its job deleted since: the events outlive it
+            ev("r", refused, uid="u0"),  # made again under the same name: the events were the old one's
+        ],
     )
     probs = _gang_info_gangs.event_problems(client)
     assert [p["object"] for p in probs] == ["PyTorchJob team/a", "PyTorchJob team/q"]
-    assert "refused 1 of its pods" in probs[0]["message"] and "Inqueue" in probs[0]["fix"]
+    assert "refused 1 of its pods" in probs[0]["message"] and "its queue is Open" in probs[0]["fix"]
     assert "could not create 2 pod(s): a namespace ResourceQuota refused them" in probs[1]["message"]
 
 

@@ -91,3 +91,58 @@ def test_a_configuration_without_what_a_gang_needs_is_named():
     assert "lacks the enqueue action, the gang plugin (actions: allocate, backfill; plugins: priority)" in p["message"]
     assert _volcano.conf_problems({**s, "conf": None}) == []  # not read: nothing said
     assert _schedulers.volcano_conf(": [") is None and _schedulers.volcano_conf(None) is None
+
+
+SCHED = {
+    "source": "Deployment",
+    "namespace": "volcano-system",
+    "name": "vc-scheduler",
+    "conf": {"actions": ["enqueue", "allocate", "backfill"], "plugins": ["priority", "gang"]},
+}
+
+
+def _lender(name="team-b", gpus="2", reclaimable=None):
+    q = _queue(name)
+    q["status"]["allocated"] = {"nvidia.com/gpu": gpus}
+    if reclaimable is not None:
+        q["spec"]["reclaimable"] = reclaimable
+    return q
+
+
+def _take_back(podgroups, queues, sched=SCHED):
+    return _volcano.take_back_problems(sched, {**FACTS, "lists": {"podgroups": podgroups, "queues": queues}})
+
+
+def test_a_waiting_gang_with_a_priority_and_no_preempt_action_is_named():
+    ranked = _pg()
+    ranked["spec"]["priorityClassName"] = "high"
+    (p,) = _take_back([ranked, _pg()], [_queue()])
+    assert p["object"] == "Deployment volcano-system/vc-scheduler"
+    assert "1 waiting PodGroup(s) set a priority (such as team/job1, priorityClassName high)" in p["message"], p
+    assert "add preempt" in p["fix"], p
+    with_preempt = {**SCHED, "conf": {**SCHED["conf"], "actions": ["enqueue", "allocate", "preempt", "backfill"]}}
+    assert _take_back([ranked], [_queue()], with_preempt) == []
+
+
+def test_a_gang_waiting_while_another_queue_holds_gpus_and_no_reclaim_action_is_named():
+    (p,) = _take_back([_pg("team-a")], [_queue("team-a"), _lender()])
+    assert (
+        "wait in queue(s) team-a while other reclaimable queues hold GPUs (team-b (nvidia.com/gpu 2))" in (p["message"])
+    ), p
+    assert "add reclaim" in p["fix"], p
+
+
+@pytest.mark.parametrize(
+    "podgroups, queues, sched",
+    [
+        ([_pg("team-a")], [_queue("team-a"), _lender(reclaimable=False)], SCHED),  # the lender keeps what it has
+        ([_pg("team-a")], [_queue("team-a"), _lender(gpus="0")], SCHED),  # no GPU held elsewhere
+        ([_pg("team-a", phase="Running")], [_queue("team-a"), _lender()], SCHED),  # nothing waits
+        ([_pg("team-a", created="2099-01-01T00:00:00Z")], [_queue("team-a"), _lender()], SCHED),  # just made
+        ([_pg("team-a")], [_queue("team-a"), _lender()], {**SCHED, "conf": None}),  # configuration not read
+        ([_pg("team-b")], [_lender()], SCHED),  # it waits in the queue that holds them: nothing to take back
+    ],
+    ids=["not-reclaimable", "no-gpus", "running", "fresh", "conf-unread", "same-queue"],
+)
+def test_no_take_back_problem_without_the_evidence(podgroups, queues, sched):
+    assert _take_back(podgroups, queues, sched) == []
