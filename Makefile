@@ -8,12 +8,15 @@ PY     := $(VENV)/bin/python
 GANG_SCHEDULER ?= volcano
 SCHEDULER_PLUGINS_MODE ?= second
 
-demo: venv collection ## the lab up (4 GPU nodes), site.yml on it (GANG_SCHEDULER=volcano|scheduler_plugins|koordinator), its report; builds only what that path needs
-	$(PY) -m lab build --for $(GANG_SCHEDULER)
+TRAINER ?=
+WITH_TRAINER := $(filter 1 true yes,$(TRAINER))
+
+demo: venv collection ## the lab up (4 GPU nodes), site.yml on it (GANG_SCHEDULER=volcano|scheduler_plugins|koordinator|native, TRAINER=1 for Kubeflow Trainer v2), its report; builds only what that path needs
+	$(PY) -m lab build --for $(GANG_SCHEDULER) $(if $(WITH_TRAINER),--for trainer)
 	$(PY) -m lab up --reuse
 	ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(VENV)/bin/ansible-playbook -i inventories/lab playbooks/site.yml \
 	  -e gangsched_gang_scheduler=$(GANG_SCHEDULER) -e scheduler_plugins_mode=$(SCHEDULER_PLUGINS_MODE) \
-	  -e gang_smoke_test_control=true
+	  -e gang_smoke_test_control=true $(if $(WITH_TRAINER),-e gangsched_trainer=true)
 
 scheduler-demo: build ## the lab alone, no collection: gang vs no gang with the real schedulers
 	$(PY) -m lab gang-demo
@@ -91,9 +94,10 @@ tarball: venv ## ansible-galaxy collection build: no developer file in it, insta
 changelog: venv ## changelogs/changelog.yaml and CHANGELOG.rst from the fragments, for galaxy.yml's version
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/antsibull-changelog release --reload-plugins
 
-bench: build collection ## prints the lab's figures, then the collection's (site.yml, smoke test, gang_info at 1,000 nodes)
+bench: build collection ## prints the lab's figures, then the collection's (site.yml, smoke test, gang_info at 1,000 and at 5,000 nodes)
 	$(PY) bench/lab_figures.py
 	$(PY) bench/gang_figures.py
+	$(PY) bench/gang_figures.py --only-gang-info --nodes 5000 --pods 50000
 
 clean: down
 	rm -rf .lab

@@ -10,8 +10,10 @@
   - its verdict latency: from the scheduler's last bind of a member (audit log) to the smoke test's
     first cleanup call, which it makes right after its verdict; and the part of that which is the
     node's (KWOK's) last status update to Running.
-- gang_info on 1,000 nodes and 10,000 pods (100 of them members of partial gangs): wall time and peak
-  resident memory of the module process, and of the whole `ansible localhost -m` call.
+- gang_info on 1,000 nodes and 10,000 pods (100 of them members of partial gangs), with the gang objects in
+  proportion (a Volcano PodGroup per job of 10 pods, 10 queues, a FailedCreate event for 1 job in 100): wall time
+  and peak resident memory of the module process, and of the whole `ansible localhost -m` call; `make bench` then
+  does the same at 5,000 nodes and 50,000 pods (--only-gang-info).
 - Each figure next to its floor, measured in the same run: the converge (site.yml --skip-tags smoke, a
   re-run) and render.yml next to `kubectl apply --server-side` of the very objects render.yml writes (render and
   floor 3 times in turn, the medians);
@@ -52,13 +54,15 @@ import ansible_floor  # noqa: E402  (bench/, the script's directory)
 import yaml  # noqa: E402
 from kubernetes import client as k  # noqa: E402
 
-from lab import build, kube, nodes  # noqa: E402
+from lab import build, kube, nodes, scenarios  # noqa: E402
 from lab.cluster import Lab  # noqa: E402
 
 BIN = Path(sys.executable).parent
 SA_NS, SA = "default", "gang-bench"
 USER = f"system:serviceaccount:{SA_NS}:{SA}"
 JOB_LABEL = "training.kubeflow.org/job-name"
+VOLCANO = "scheduling.volcano.sh"
+QUEUES = 10  # the Volcano queues a grown lab has
 
 
 def env(lab: Lab, repo: Path = REPO) -> dict:
@@ -303,7 +307,42 @@ def grow(lab: Lab, n_nodes: int, n_pods: int) -> None:
     namespaces = [f"bench-{i}" for i in range((n_pods + per_ns - 1) // per_ns)]
     for ns in namespaces:
         kube.ensure_namespace(core, ns)
+    # the gang objects in proportion: Volcano's CRDs, QUEUES queues, a PodGroup per job of 10 pods (its members
+    # annotated), and a FailedCreate event for 1 job in 100 (a job since gone, as most such events are)
+    scenarios.install_volcano_crds(lab)
+    custom = k.CustomObjectsApi(api)
+    for q in range(QUEUES):
+        body = {"apiVersion": f"{VOLCANO}/v1beta1", "kind": "Queue", "metadata": {"name": f"bench-q-{q}"}}
+        custom.create_cluster_custom_object(VOLCANO, "v1beta1", "queues", {**body, "spec": {"weight": 1}})
     local = threading.local()
+
+    def gang_objects(job: int) -> None:
+        if not hasattr(local, "custom"):
+            local.custom, local.core = k.CustomObjectsApi(kube.api(lab)), k.CoreV1Api(kube.api(lab))
+        ns = namespaces[job * 10 // per_ns]
+        pg = {
+            "apiVersion": f"{VOLCANO}/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": f"job-{job}"},
+            "spec": {"minMember": 10, "queue": f"bench-q-{job % QUEUES}"},
+        }
+        local.custom.create_namespaced_custom_object(VOLCANO, "v1beta1", ns, "podgroups", pg)
+        if job % 100 == 50:
+            event = {
+                "metadata": {"generateName": f"job-{job}."},
+                "involvedObject": {"kind": "Job", "apiVersion": "batch/v1", "namespace": ns, "name": f"job-{job}"},
+                "reason": "FailedCreate",
+                "type": "Warning",
+                "message": f'Error creating: pods "job-{job}-x" is forbidden: exceeded quota: gpus',
+                "source": {"component": "job-controller"},
+            }
+            local.core.create_namespaced_event(ns, event)
+
+    t0 = time.monotonic()
+    jobs = (n_pods + 9) // 10
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(gang_objects, range(jobs)))
+    print(f"  {QUEUES} queues, {jobs} PodGroups and their events created in {time.monotonic() - t0:.0f} s")
 
     def pod(i: int) -> None:
         if not hasattr(local, "core"):
@@ -326,7 +365,11 @@ def grow(lab: Lab, n_nodes: int, n_pods: int) -> None:
         else:
             spec["nodeName"] = names[job % len(names)]
         body = {
-            "metadata": {"name": f"job-{job}-{member}", "labels": {JOB_LABEL: f"job-{job}"}},
+            "metadata": {
+                "name": f"job-{job}-{member}",
+                "labels": {JOB_LABEL: f"job-{job}"},
+                "annotations": {"scheduling.k8s.io/group-name": f"job-{job}"},
+            },
             "spec": spec,
         }
         local.core.create_namespaced_pod(namespaces[i // per_ns], body)

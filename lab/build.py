@@ -292,6 +292,8 @@ PATH_UNITS = {
     "volcano": ("volcano", "volcano-webhook"),
     "scheduler_plugins": ("scheduler-plugins",),
     "koordinator": ("koordinator",),
+    # kube-scheduler's own gang: the base's Kubernetes alone
+    "native": (),
     "trainer": ("trainer", "jobset"),
     # not a gang path: Flux for a GitOps stage (python -m lab flux)
     "flux": ("flux-source-controller", "flux-kustomize-controller"),

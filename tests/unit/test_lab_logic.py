@@ -99,6 +99,18 @@ def test_units_for_a_path_are_the_base_and_its_own_in_build_order():
     assert set(build.units_for(list(build.PATH_UNITS))) == {u.name for u in build.UNITS}
 
 
+def test_every_gang_path_and_trainer_has_a_demo_build_of_its_own_units():
+    """`make demo GANG_SCHEDULER=<path>` (and TRAINER=1) builds the base and that path's units, no other path's."""
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
+
+    own = {p: set(build.PATH_UNITS[p]) for p in build.PATH_UNITS}
+    for path in [*_registry.names(), "trainer"]:
+        units = set(build.units_for([path]))
+        others = set().union(*(v for p, v in own.items() if p != path)) - own[path]
+        assert units == set(build.BASE_UNITS) | own[path] and not units & others, (path, units)
+    assert build.units_for(["native"]) == [u.name for u in build.UNITS if u.name in build.BASE_UNITS]
+
+
 def test_units_for_an_unknown_path_names_the_known_ones():
     with pytest.raises(build.BuildError, match="unknown lab path.*volcanoo.*choose among volcano, scheduler_plugins"):
         build.units_for(["volcanoo"])

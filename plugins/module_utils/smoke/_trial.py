@@ -28,6 +28,9 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._sweep im
 # Trainer's validating webhook looks a TrainJob's runtime up in its informer cache: a TrainJob created
 # right after its runtime is refused ("not found") until the cache has the runtime
 RUNTIME_SEEN_WAIT = 15.0
+# how long a pod refused because its namespace has no ServiceAccount yet is tried again: kube-controller-manager makes
+# the namespace's "default" within a second, and within a few after a control-plane restart
+ACCOUNT_WAIT = 60.0
 # the liveness canary: one member of a gang of one, no GPU, so any live scheduler serving the name binds it
 CANARY_RESOURCES = {"cpu": "10m", "memory": "16Mi"}
 CANARY_LABEL = "gangsched.kubeflow/canary"
@@ -157,8 +160,19 @@ class Trial:
                     )
                     break
                 except Forbidden as e:
-                    if not self._runtime_not_seen_yet(d, e) or self.clock() - t0 > RUNTIME_SEEN_WAIT:
+                    waited = self.clock() - t0
+                    if self._runtime_not_seen_yet(d, e) and waited <= RUNTIME_SEEN_WAIT:
+                        time.sleep(0.5)
+                        continue
+                    if not _account_not_made_yet(e):
                         raise
+                    if waited > ACCOUNT_WAIT:
+                        raise GangError(
+                            f"{what} was refused for {int(waited)}s because namespace {self.ns} has no ServiceAccount "
+                            f"yet ({e.msg}): kube-controller-manager's serviceaccount controller makes one in every "
+                            "new namespace within seconds; check that kube-controller-manager runs (after a control-"
+                            "plane restart it may still be starting), then run the smoke test again"
+                        ) from e
                     time.sleep(0.5)
             self.created.append(d)
             made.append(obj if isinstance(obj, dict) and obj.get("metadata") else d)
@@ -258,6 +272,12 @@ class Trial:
         return remove_run(
             self.client, self.ns, self.run_id, self.created, self.created_ns and namespace, timeout, self.clock
         )
+
+
+def _account_not_made_yet(e: Forbidden) -> bool:
+    """A pod refused by the ServiceAccount admission because its namespace's ServiceAccount does not exist (yet): a
+    namespace just made, whose "default" kube-controller-manager has not made yet."""
+    return "error looking up service account" in e.msg and "not found" in e.msg
 
 
 def conduct(trial: Trial, result: dict, resources: dict, expect: str) -> list[str]:

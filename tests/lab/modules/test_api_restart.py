@@ -131,3 +131,30 @@ def test_smoke_test_watch_survives_an_api_server_restart(volcano, api, core, add
     assert res["verdict"] == "gang_held_running", res
     assert len(res["gang"]["running"]) == 5 and res["left_behind"] == [], res
     assert core.list_pod_for_all_namespaces(label_selector=RUN_LABEL).items == []
+
+
+def test_a_smoke_test_right_after_a_control_plane_restart_proves_both_verdicts(volcano, core):
+    """kube-apiserver restarted right before gang_smoke_test, and kube-controller-manager held (frozen) for its first
+    seconds, as after a control-plane restart: the run's new namespace has no ServiceAccount yet and the API server
+    refuses its pods until kube-controller-manager makes one; the run waits for it and ends with its verdict, for a
+    gang that fits and for one that does not. No error."""
+    import os
+    import signal
+    import threading
+
+    for replicas, verdict in ((4, "gang_held_running"), (5, "gang_held_pending")):
+        ns = f"t-restart-{uuid.uuid4().hex[:6]}"
+        volcano.restart("kube-apiserver", down_for=1, log=lambda *_: None)
+        kcm = volcano.pid("kube-controller-manager")
+        os.kill(kcm, signal.SIGSTOP)
+        thaw = threading.Timer(6, os.kill, (kcm, signal.SIGCONT))
+        thaw.start()
+        try:
+            args = {"gang_scheduler": "volcano", "namespace": ns, "replicas": replicas, "timeout": 120}
+            res = run_module(volcano, "gang_smoke_test", {**args, "settle_seconds": 5})
+        finally:
+            thaw.cancel()
+            os.kill(kcm, signal.SIGCONT)
+        assert res.get("failed") is not True, res.get("msg")
+        assert res["verdict"] == verdict and res["left_behind"] == [], res
+        kube.wait_for(lambda ns=ns: not core.list_namespace(field_selector=f"metadata.name={ns}").items, 120, "gone")

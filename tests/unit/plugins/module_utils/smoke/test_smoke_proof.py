@@ -800,3 +800,43 @@ def test_trainjob_without_trainers_or_jobsets_crd_names_what_to_install(crd, wor
         _smoke.run(client, params(workload="trainjob"), False, print)
     assert f"CustomResourceDefinition {crd} is missing" in e.value.msg and words in e.value.msg, e.value.msg
     assert client.writes == []
+
+
+class _NoAccountYet(FakeClient):
+    """Refuses pods as the ServiceAccount admission does while the namespace has no ServiceAccount, ``refusals``
+    times (None: always)."""
+
+    def __init__(self, refusals):
+        super().__init__()
+        self.refusals = refusals
+
+    def request(self, method, path, body=None, query=None, **kw):
+        if method == "POST" and body["kind"] == "Pod" and (self.refusals is None or self.refusals > 0):
+            from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Forbidden
+
+            self.refusals = None if self.refusals is None else self.refusals - 1
+            ns = body["metadata"]["namespace"]
+            raise Forbidden(
+                f'pods "{body["metadata"]["name"]}" is forbidden: error looking up service account {ns}/default: '
+                'serviceaccount "default" not found'
+            )
+        return super().request(method, path, body, query, **kw)
+
+
+def test_pods_refused_until_the_namespaces_service_account_exists_are_created_again(monkeypatch):
+    monkeypatch.setattr(_trial.time, "sleep", lambda s: None)
+    client = _NoAccountYet(refusals=3)
+    trial = _trial.Trial(client, params(), "r1", "volcano", WHO, clock=_Clock())
+    (pod,) = trial.create([_pod_doc()])
+    assert pod["metadata"]["name"] == "p0" and client.refusals == 0
+
+
+def test_a_service_account_that_never_comes_is_an_error_naming_kube_controller_manager(monkeypatch):
+    monkeypatch.setattr(_trial.time, "sleep", lambda s: None)
+    trial = _trial.Trial(_NoAccountYet(refusals=None), params(), "r1", "volcano", WHO, clock=_Clock())
+    with pytest.raises(_trial.GangError, match="has no ServiceAccount yet .*check that kube-controller-manager runs"):
+        trial.create([_pod_doc()])
+
+
+def _pod_doc():
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p0", "namespace": "gangsched-smoke"}, "spec": {}}
