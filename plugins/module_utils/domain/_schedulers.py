@@ -79,9 +79,9 @@ def label(kind: str) -> str:
     return SCHEDULERS.get(kind, {}).get("label", kind)
 
 
-def coscheduling_prebind(config_text: str | None) -> bool | None:
-    """Whether a koord-scheduler configuration leaves Coscheduling's preBind on in a gang profile
-    (None when the configuration was not read)."""
+def _gang_profiles(config_text: str | None) -> list[dict] | None:
+    """The profiles of a KubeSchedulerConfiguration that enable Coscheduling; None when it was not read or does not
+    parse."""
     import yaml
 
     if not config_text:
@@ -90,10 +90,19 @@ def coscheduling_prebind(config_text: str | None) -> bool | None:
         cfg = yaml.safe_load(config_text) or {}
     except yaml.YAMLError:
         return None
+    if not isinstance(cfg, dict):
+        return None
     _names, gang = coscheduling_profiles(config_text)
-    for p in cfg.get("profiles") or [{}]:
-        if (p.get("schedulerName") or DEFAULT_SCHEDULER) not in gang:
-            continue
+    return [p for p in cfg.get("profiles") or [{}] if (p.get("schedulerName") or DEFAULT_SCHEDULER) in gang]
+
+
+def coscheduling_prebind(config_text: str | None) -> bool | None:
+    """Whether a koord-scheduler configuration leaves Coscheduling's preBind on in a gang profile
+    (None when the configuration was not read)."""
+    gangs = _gang_profiles(config_text)
+    if gangs is None:
+        return None
+    for p in gangs:
         disabled = (((p.get("plugins") or {}).get("preBind") or {}).get("disabled")) or []
         if not any(d.get("name") in ("Coscheduling", "*") for d in disabled):
             return True
@@ -112,20 +121,12 @@ def permit_waits(config_text: str | None) -> dict[str, int] | None:
     >>> permit_waits("profiles: [{schedulerName: a, plugins: {multiPoint: {enabled: [{name: Coscheduling}]}}}]")
     {'a': 60}
     """
-    import yaml
-
-    if not config_text:
+    gangs = _gang_profiles(config_text)
+    if gangs is None:
         return None
-    try:
-        cfg = yaml.safe_load(config_text) or {}
-    except yaml.YAMLError:
-        return None
-    _names, gang = coscheduling_profiles(config_text)
     out = {}
-    for p in cfg.get("profiles") or [{}]:
+    for p in gangs:
         pname = p.get("schedulerName") or DEFAULT_SCHEDULER
-        if pname not in gang:
-            continue
         args = next((c.get("args") or {} for c in p.get("pluginConfig") or [] if c.get("name") == "Coscheduling"), {})
         wait = args.get("permitWaitingTimeSeconds")
         out[pname] = wait if isinstance(wait, int) and wait > 0 else PERMIT_WAIT_DEFAULT
@@ -165,6 +166,8 @@ def coscheduling_profiles(config_text: str) -> tuple[list[str], list[str]]:
     try:
         cfg = yaml.safe_load(config_text) or {}
     except yaml.YAMLError:
+        return [], []
+    if not isinstance(cfg, dict):
         return [], []
     names, cosched = [], []
     for p in cfg.get("profiles") or [{}]:

@@ -82,3 +82,8 @@ def test_without_its_own_timeout_the_profiles_permit_wait_is_named():
 )
 def test_a_gang_waiting_for_another_reason_is_not_said_to_time_out(pods):
     assert _problems(pods, _pg(timeout=2)) == []
+
+
+def test_a_configuration_that_is_not_a_mapping_serves_nothing_and_says_nothing():
+    assert _schedulers.coscheduling_profiles("- a\n- b\n") == ([], [])
+    assert _schedulers.permit_waits("- a\n") is None and _schedulers.coscheduling_prebind("just text") is None
