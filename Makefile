@@ -28,8 +28,8 @@ collection: ## the checkout as the collection gangsched.kubeflow (.collections/a
 # make test's stages in lanes that run side by side, each lane on a lab of its own (tests/lanes.py): the
 # lab tests mostly wait on the cluster, so the lanes share the CPU well; each stage's time is printed.
 TEST_LANES = \
-  'unit-lab=$(PY) -m pytest -q -rfE -n 2 --dist loadfile tests/unit tests/lab; compat=$(PY) tests/compat.py oldest newest' \
-  'lint-sanity=$(MAKE) --no-print-directory lint sanity; playbooks=$(PY) -m pytest -q -rfE -n 2 --dist loadfile tests/playbooks' \
+  'unit-lab=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/unit tests/lab; compat=$(PY) tests/compat.py oldest newest' \
+  'lint-sanity=$(MAKE) --no-print-directory lint sanity; playbooks=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/playbooks' \
   'molecule=$(MAKE) --no-print-directory molecule; k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33'
 
 test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks and every Molecule scenario, in lanes side by side; each stage's time
@@ -94,10 +94,11 @@ tarball: venv ## ansible-galaxy collection build: no developer file in it, insta
 changelog: venv ## changelogs/changelog.yaml and CHANGELOG.rst from the fragments, for galaxy.yml's version
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/antsibull-changelog release --reload-plugins
 
-bench: build collection ## prints the lab's figures, then the collection's (site.yml, smoke test, gang_info at 1,000 and at 5,000 nodes)
+bench: build collection ## prints the lab's figures, then the collection's (site.yml, smoke test, gang_info at 1,000 and at 5,000 nodes, each path's verdict after its scheduler's decision)
 	$(PY) bench/lab_figures.py
 	$(PY) bench/gang_figures.py
 	$(PY) bench/gang_figures.py --only-gang-info --nodes 5000 --pods 50000
+	$(PY) bench/verdict_figures.py
 
 clean: down
 	rm -rf .lab

@@ -26,8 +26,9 @@ description:
     scheduler's PodGroup CRD was installed (it watches PodGroups only if their CRD existed at its start).
     Not with O(gang_scheduler=koordinator): a runtime cannot carry a label gang."
   - "Verdicts: V(gang_held_running) (every member Running), V(gang_held_pending) (no member ever bound,
-    and the scheduler marked every member unschedulable after all were there, O(skew_seconds) ago: the
-    scheduler's own rejection of this gang), V(partial) (some members bound while another stayed unbound
+    and the scheduler marked every member unschedulable after all were there, O(skew_seconds) ago, or a second
+    ago where its word names the gang itself (the PodGroup's condition, Volcano's gang plugin, Coscheduling's
+    rejection of the PodGroup): the scheduler's own rejection of this gang), V(partial) (some members bound while another stayed unbound
     longer than O(skew_seconds)), V(inconclusive) (no member bound, but the scheduler never rejected the
     whole gang either, until O(timeout): nothing proves that a scheduler held it), V(timeout), V(error)
     (with RV(cause): scheduler not running or not binding, name not served, no PodGroup created,
@@ -178,8 +179,8 @@ options:
   skew_seconds:
     description:
       - How long after the first bind the other members may still be unbound before it is a partial gang,
-        and how long after the scheduler's rejection of every member the gang counts as held pending.
-        At least 0.
+        and how long after the scheduler's rejection of every member the gang counts as held pending (at most one
+        second where the scheduler's word names the gang itself). At least 0.
     type: int
     default: 5
   liveness_timeout:
@@ -348,6 +349,9 @@ gang:
       (C(name), and C(scheduled), kube-scheduler's decision on it as last read, C(True), C(False) or null), and
       C(podgroup_scheduled) says whether kube-scheduler ever marked it scheduled, which V(gang_held_running) needs
       on that path.
+    - C(decided_seconds) is when, in seconds from the gang's creation, the scheduler decided (its last bind of a
+      member, or its rejection of the whole gang); C(seconds) is when the verdict was reached. Null when it never
+      decided.
   returned: when the test ran
   type: dict
   sample: {"verdict": "gang_held_pending", "bound": [], "held_pending_by": "rejected",

@@ -164,6 +164,11 @@ class GangPath:
         """The scheduler's decision on a PodGroup: ("True", ""), ("False", its message) or (None, "")."""
         return None, ""
 
+    def gang_word(self, message: str) -> bool:
+        """Whether a member's PodScheduled message is the gang scheduler speaking of the gang itself (no scheduler that
+        places pods one by one writes it): the held verdict then follows the rejection at once."""
+        return False
+
     def undecided_gang(self, who: str, timeout) -> str:
         """Why a gang whose members all run, with no decision on its PodGroup, proves nothing."""
         return f"every member runs, but {who} never decided on the gang's PodGroup in {timeout}s"

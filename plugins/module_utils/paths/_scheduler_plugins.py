@@ -17,6 +17,9 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _g
 _semver = _schedulers.semver
 SMOKE_TIMEOUT = 600  # the smoke PodGroups' scheduleTimeoutSeconds
 # what the scheduler writes on a member Coscheduling let go at Permit: the rest of its gang was not placed in time
+GANG_WORD = re.compile(
+    r"PodGroup \S+ gets rejected|optimistic rejection in PostFilter|rejection in Unreserve|at plugin Coscheduling"
+)
 PERMIT_TIMEOUT = re.compile(r"rejected due to timeout after waiting (\S+) at plugin Coscheduling")
 
 # scheduler-plugins releases are built on one Kubernetes minor each (v0.X.y on 1.X); the newest served is built
@@ -67,6 +70,10 @@ class SchedulerPlugins(_gang_path.GangPath):
     scheduler_kind = "scheduler_plugins"
     podgroup_kind = "scheduler_plugins"
     default_scheduler_name = "scheduler-plugins-scheduler"
+
+    def gang_word(self, message: str) -> bool:
+        # Coscheduling rejecting the PodGroup for a member that cannot be placed, or letting its waiting members go
+        return bool(GANG_WORD.search(message))
 
     def podgroup_spec(self) -> dict:
         return {"scheduleTimeoutSeconds": SMOKE_TIMEOUT}

@@ -44,6 +44,10 @@ class Volcano(_gang_path.GangPath):
             )
         return NAME
 
+    def gang_word(self, message: str) -> bool:
+        # vc-scheduler's gang plugin on a member of a PodGroup it does not let start
+        return "pod group is not ready" in message
+
     def serves(self, s: dict, sname: str) -> bool:
         return s["kind"] == self.scheduler_kind and sname in (s.get("scheduler_names") or [])
 

@@ -229,7 +229,8 @@ class Trial:
             )
             job = docs[0]
         decide = self.path.scheduled if self.decision and not control else None
-        gang = _verdict.Gang(size=size, skew_seconds=params["skew_seconds"], decide=decide)
+        word = None if control else self.path.gang_word
+        gang = _verdict.Gang(size=size, skew_seconds=params["skew_seconds"], decide=decide, gang_word=word)
         t0 = time.monotonic()
         cause = None
         exp = "pending" if control else expect

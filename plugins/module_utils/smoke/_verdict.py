@@ -5,7 +5,9 @@
 
 States: the gang is *held pending* only on the scheduler's own evidence: no member bound, and for the
 skew window after the scheduler marked every member unschedulable once all were there (its decision:
-nothing to wait for beyond the window in which it would bind the others). A gang that merely stays
+nothing to wait for beyond the window in which it would bind the others); for a moment only where the scheduler's
+word speaks of the gang itself (the PodGroup's condition, or a member message the path reads as its gang
+scheduler's), as no scheduler that places pods one by one writes it. A gang that merely stays
 unbound (no member bound for the settle time, no such marks) is *unproven*: a frozen scheduler, or
 one that does not serve the members' schedulerName, looks exactly like that, so at the deadline it is
 *inconclusive*, never held pending. *held running* once every member runs;
@@ -67,6 +69,11 @@ class Gang:
     # marks nothing): the path's reading of that decision, GangPath.scheduled; None for every other path
     decide: object = None
     group_scheduled_at: float | None = None
+    # the path's reading of a member's PodScheduled message (GangPath.gang_word): True where the scheduler speaks of
+    # the gang itself (Volcano's gang plugin, Coscheduling's rejection of the PodGroup); with such a word, or the
+    # PodGroup's own condition, the rejection is the gang scheduler's decision and needs only ``confirm_seconds``
+    gang_word: object = None
+    confirm_seconds: float = 1.0
 
     # ---- feeding -----------------------------------------------------------------------------
     def observe(self, kind: str, pod: dict, t: float) -> None:
@@ -198,10 +205,41 @@ class Gang:
             return GANG_HELD_RUNNING
         if expect == "pending" and not self.ever_bound() and self.all_present_at is not None:
             rejected = self.rejected_since()
-            if rejected is not None and t - rejected >= self.skew_seconds:
+            if rejected is not None and t - rejected >= self.window():
                 self.held_pending_by = "rejected"
                 return GANG_HELD_PENDING
         return None
+
+    def gang_said(self) -> bool:
+        """Whether the scheduler's rejection speaks of the gang itself: its PodGroup's condition (or the path's
+        decision), or a member's message the path reads as its gang scheduler's word on the gang."""
+        if self.group_rejected_at is not None:
+            return True
+        word = self.gang_word
+        return word is not None and any(p.unschedulable and word(p.unschedulable) for p in self.live() if not p.node)
+
+    def window(self) -> float:
+        """How long a rejection of every member must stand before the gang counts as held pending: a moment
+        (``confirm_seconds``) for the gang scheduler's word on the gang, the skew window for marks alone."""
+        return min(self.confirm_seconds, self.skew_seconds) if self.gang_said() else self.skew_seconds
+
+    def decided_at(self) -> float | None:
+        """When the scheduler decided: the last member bound (every member bound), or its rejection of the whole gang
+        (``rejected_since``); None before."""
+        bound = [p.bound_at for p in self.live() if p.node and p.bound_at is not None]
+        if bound and len(bound) >= self.size:
+            return max(bound)
+        if self.all_present_at is not None and not self.ever_bound():
+            return self.rejected_since()
+        return None
+
+    def wake(self, t: float, expect: str) -> float | None:
+        """Seconds from t until the verdict may change without another event (a rejection's window ending), or None
+        when only an event can change it."""
+        if expect != "pending" or self.ever_bound() or self.all_present_at is None:
+            return None
+        rejected = self.rejected_since()
+        return None if rejected is None else max(0.0, rejected + self.window() - t)
 
     def unproven(self, t: float, settle_seconds: float) -> bool:
         """No member ever bound, every member there for the settle time, and no rejection of the whole
@@ -254,4 +292,9 @@ class Gang:
             "podgroup_unschedulable": self.group_message,
             **({"podgroup_scheduled": self.group_scheduled_at is not None} if (self.decide is not None) else {}),
             "not_rejected": self.not_rejected() if self.all_present_at is not None and not self.ever_bound() else [],
+            "decided_seconds": _rounded(self.decided_at()),
         }
+
+
+def _rounded(t: float | None) -> float | None:
+    return None if t is None else round(t, 2)

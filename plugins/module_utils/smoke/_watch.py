@@ -15,6 +15,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _v
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._diagnosis import forbidden_podgroup_create
 
 PODGROUP_WAIT = 30.0
+DECISION_ROUND = 0.5  # seconds between two reads of a PodGroup whose scheduler decision is the evidence
 
 
 class NoPodGroup(GangError):
@@ -80,7 +81,8 @@ def watch(
     while trial.clock() < deadline:
         trial.check_controller()
         # short watch rounds, so a job's PodGroup and the pending settle time are checked between them
-        done = w.run(on_event, min(2.0, deadline - trial.clock()))
+        wake = gang.wake(trial.clock() - t0, expect)
+        done = w.run(on_event, min(2.0, deadline - trial.clock(), 2.0 if wake is None else max(wake, 0.1)))
         now = trial.clock() - t0
         if done and (pg_path is None or state["pg_seen"] is not None):
             return state["verdict"]
@@ -143,7 +145,8 @@ def watch_decision(trial, w, on_event, gang, state, expect, t0, deadline, job) -
     name = None if job is not None else state.get("gang_name")
     while trial.clock() < deadline:
         trial.check_controller()
-        w.run(on_event, min(2.0, deadline - trial.clock()))
+        # half-second rounds: the decision is read between them, and the verdict follows it within a round
+        w.run(on_event, min(DECISION_ROUND, deadline - trial.clock()))
         now = trial.clock() - t0
         if job is not None and name is None:
             pg = job_podgroup(trial, job)

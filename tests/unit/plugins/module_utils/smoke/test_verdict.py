@@ -3,6 +3,7 @@ lost watch followed by a re-list."""
 
 from __future__ import annotations
 
+import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict as V
 
 
@@ -228,9 +229,12 @@ def test_podgroup_kept_pending_by_the_scheduler_is_its_rejection_when_the_operat
     assert g.rejected_since() is None and g.unproven(30.0, 20)
     g.observe_group(_pg("Pending"), 3.0)
     assert g.rejected_since() == 3.0 and g.not_rejected() == []
-    assert g.verdict(7.9, 20, "pending") is None
-    assert g.verdict(8.0, 20, "pending") == V.GANG_HELD_PENDING and g.held_pending_by == "rejected"
+    # the PodGroup's own condition is the gang scheduler's word on the gang: a moment confirms it, not the skew window
+    assert g.wake(3.5, "pending") == 0.5
+    assert g.verdict(3.9, 20, "pending") is None
+    assert g.verdict(4.0, 20, "pending") == V.GANG_HELD_PENDING and g.held_pending_by == "rejected"
     assert g.summary()["podgroup_unschedulable"] == "5/0 tasks in gang unschedulable"
+    assert g.summary()["decided_seconds"] == 3.0
 
 
 def test_admitted_podgroup_does_not_count_as_rejected():
@@ -239,3 +243,26 @@ def test_admitted_podgroup_does_not_count_as_rejected():
     g.observe_group(_pg("Pending"), 0.5)
     g.observe_group(_pg("Inqueue"), 1.0)  # admitted: its pods come, they are the evidence
     assert g.rejected_since() is None and g.verdict(10.0, 20, "pending") is None
+
+
+def _unschedulable(name, message, rv=1):
+    status = {"conditions": [{"type": "PodScheduled", "status": "False", "message": message}]}
+    return {"metadata": {"name": name, "resourceVersion": str(rv)}, "spec": {}, "status": status}
+
+
+def test_members_rejected_in_the_gang_schedulers_own_words_are_held_after_a_moment():
+    g = V.Gang(size=2, skew_seconds=5, gang_word=lambda m: "pod group is not ready" in m)
+    g.observe("ADDED", _unschedulable("a", "pod group is not ready, 2 Pending, 2 minAvailable"), 0.5)
+    g.observe("ADDED", _unschedulable("b", "0/4 nodes are available"), 0.6)
+    assert g.rejected_since() == 0.6 and g.window() == 1.0 and g.wake(1.0, "pending") == pytest.approx(0.6)
+    assert g.verdict(1.5, 20, "pending") is None and g.verdict(1.6, 20, "pending") == V.GANG_HELD_PENDING
+    assert g.summary()["decided_seconds"] == 0.6
+
+
+def test_marks_in_no_gang_schedulers_words_wait_the_skew_window():
+    g = V.Gang(size=2, skew_seconds=5, gang_word=lambda m: "pod group is not ready" in m)
+    g.observe("ADDED", _unschedulable("a", "0/4 nodes are available"), 0.5)
+    g.observe("ADDED", _unschedulable("b", "0/4 nodes are available"), 0.6)
+    assert g.window() == 5 and g.verdict(5.5, 20, "pending") is None
+    assert g.verdict(5.6, 20, "pending") == V.GANG_HELD_PENDING
+    assert V.Gang(size=2).wake(1.0, "pending") is None  # nothing there yet: only an event can change it
