@@ -15,6 +15,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _ser
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 OWNER_READS = 20  # the owners of stale-looking PodGroups read in one run, at most
+EVENT_LISTS = 50  # the (kind, namespace) pairs whose objects are listed to tell the FailedCreate events still true
 EVENT_EXAMPLES = 3
 
 
@@ -110,8 +111,8 @@ def unfit_problems(unfit: list[dict]) -> list[dict]:
 def event_problems(client) -> list[dict]:
     """The jobs whose controller could not create pods (FailedCreate events, read once): a namespace quota that let
     only part of a gang be created, or an admission webhook that refused the members (Volcano's, while the gang's
-    PodGroup is missing or its queue is not Open). Each job named is read (OWNER_READS at most): the events of one
-    that is gone, or was made again, are not its problem any more."""
+    PodGroup is missing or its queue is not Open). The jobs' kind is listed once per namespace (EVENT_LISTS at most):
+    the events of a job that is gone, or was made again, are not its problem any more."""
     try:
         events = client.list(_api.path("Event"), what="FailedCreate events", fieldSelector="reason=FailedCreate")
     except Forbidden as e:
@@ -130,16 +131,11 @@ def event_problems(client) -> list[dict]:
         if cause:
             key = (io.get("kind"), io.get("namespace"), io.get("name"), io.get("uid"), cause)
             by_object.setdefault(key, []).append((e.get("count") or 1, msg))
-    out, reads = [], 0
+    out, alive = [], _alive(client, {(kind, ns) for kind, ns, _n, _u, _c in by_object})
     for (kind, ns, name, uid, cause), found in sorted(by_object.items(), key=lambda kv: tuple(map(str, kv[0]))):
-        if kind in _api.KINDS and reads < OWNER_READS:
-            reads += 1
-            try:
-                now = client.get_or_none(_api.path(kind, ns, name), f"{kind} {ns}/{name}")
-            except ApiError:
-                now = {}  # no right to read it, or its CRD gone: the events stand
-            if now is None or (now.get("metadata") or {}).get("uid") not in (None, uid):
-                continue  # the job the events were about is gone (the events outlive it by an hour)
+        there = alive.get((kind, ns))
+        if there is not None and uid not in there:
+            continue  # the job the events were about is gone, or was made again (the events outlive it by an hour)
         count = sum(c for c, _m in found)
         said = found[-1][1]
         if cause == "quota":
@@ -155,6 +151,21 @@ def event_problems(client) -> list[dict]:
                 "webhook's component; then the controller creates the pods again"
             )
         out.append({"object": f"{kind} {ns}/{name}", "message": message, "fix": fix})
+    return out
+
+
+def _alive(client, where: set[tuple]) -> dict[tuple, set]:
+    """(kind, namespace) -> the uids of that kind's objects there, each listed once (EVENT_LISTS at most, the kinds the
+    collection knows); a pair not listed (no right to, its CRD gone, past the bound) is absent: its events stand."""
+    out = {}
+    for kind, ns in sorted(where, key=lambda kn: tuple(map(str, kn)))[:EVENT_LISTS]:
+        if kind not in _api.KINDS or not ns:
+            continue
+        try:
+            items = client.list(_api.path(kind, ns), what=f"{kind}s in {ns}")
+        except ApiError:
+            continue
+        out[(kind, ns)] = {(o.get("metadata") or {}).get("uid") for o in items}
     return out
 
 

@@ -74,15 +74,18 @@ def test_a_gang_that_can_never_fit_is_named_with_the_numbers():
 
 class _Client:
     def __init__(self, objects=None, events=()):
-        self.objects, self.events, self.reads = objects or {}, list(events), []
+        self.objects, self.events, self.reads, self.lists = objects or {}, list(events), [], []
 
     def get_or_none(self, path, what=""):
         self.reads.append(path)
         return self.objects.get(path)
 
     def list(self, path, what="", **query):
-        assert query == {"fieldSelector": "reason=FailedCreate"}
-        return self.events
+        self.lists.append(path)
+        if path.endswith("/events"):
+            assert query == {"fieldSelector": "reason=FailedCreate"}
+            return self.events
+        return [o for p, o in self.objects.items() if p.rsplit("/", 1)[0] == path]
 
     def list_or_empty(self, path, what="", **query):
         return []
@@ -136,16 +139,18 @@ def test_a_podgroup_without_pods_whose_owner_is_gone_is_stale():
 
 
 def test_failed_creates_of_a_quota_or_an_admission_webhook_are_named_per_job():
-    def ev(name, msg, count=1, uid="u1"):
+    def ev(name, msg, count=1, uid=None):
         return {
-            "involvedObject": {"kind": "PyTorchJob", "namespace": "team", "name": name, "uid": uid},
+            "involvedObject": {"kind": "PyTorchJob", "namespace": "team", "name": name, "uid": uid or f"u-{name}"},
             "message": msg,
             "count": count,
         }
 
     refused = 'admission webhook "validatepod.volcano.sh" denied the request: failed to get PodGroup'
     client = _Client(
-        objects={f"/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/{n}": {"metadata": {"uid": "u1"}} for n in "aqr"},
+        objects={
+            f"/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/{n}": {"metadata": {"uid": f"u-{n}"}} for n in "aqr"
+        },
         events=[
             ev("q", 'pods "q-worker-3" is forbidden: exceeded quota: gpus, requested: requests.nvidia.com/gpu=1', 2),
             ev("a", refused),
@@ -155,6 +160,8 @@ def test_failed_creates_of_a_quota_or_an_admission_webhook_are_named_per_job():
         ],
     )
     probs = _gang_info_gangs.event_problems(client)
+    # the jobs' kind listed once in their namespace, whatever the number of jobs named
+    assert client.lists == ["/api/v1/events", "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs"]
     assert [p["object"] for p in probs] == ["PyTorchJob team/a", "PyTorchJob team/q"]
     assert "refused 1 of its pods" in probs[0]["message"] and "its queue is Open" in probs[0]["fix"]
     assert "could not create 2 pod(s): a namespace ResourceQuota refused them" in probs[1]["message"]
