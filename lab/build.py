@@ -18,8 +18,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import versions as V
@@ -492,9 +492,6 @@ def _wrapper(unit: Unit, env: dict[str, str], log) -> tuple[Path, dict]:
     return src, dirs
 
 
-FETCHERS = 3  # units whose modules download at once while the first unit compiles
-
-
 def prefetch(unit: Unit) -> None:
     """Download what the unit's build will need (its wrapper's modules), so that it can happen while another
     unit compiles: downloading waits on the network, compiling on the CPU. Best effort: the build itself
@@ -585,27 +582,24 @@ def build(names: list[str] | None = None, log=print, detail=None) -> dict[str, f
     todo = [u for u in todo if u.name not in cached]
     timings = dict.fromkeys(cached, 0.0)
     t_all = time.monotonic()
-    # every later unit's downloads start at once, FETCHERS at a time in build order, while the first compiles:
-    # downloading waits on the network, compiling on the CPU; a unit's build waits for its own downloads only
-    pool = ThreadPoolExecutor(FETCHERS, thread_name_prefix="prefetch")
-    fetching = {u.name: pool.submit(prefetch, u) for u in todo[1:]}
-    try:
-        for i, unit in enumerate(todo, 1):
-            t0 = time.monotonic()
-            if unit.name in fetching:
-                fetching[unit.name].result()  # its wrapper is written by the download: not twice at once
-            try:
-                build_unit(unit, detail or (lambda *_: None))
-            except BuildError as e:
-                raise BuildError(f"{unit.name} {unit.version} did not build: {e}") from e
-            timings[unit.name] = time.monotonic() - t0
-            left = [u.name for u in todo[i:]]
-            log(
-                f"[build {i}/{len(todo)}] {unit.name} {unit.version}: {timings[unit.name]:.0f}s "
-                f"(total {time.monotonic() - t_all:.0f}s; " + (f"left: {', '.join(left)})" if left else "done)")
-            )
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    fetching = None
+    for i, unit in enumerate(todo, 1):
+        t0 = time.monotonic()
+        if fetching is not None:
+            fetching.join()  # the next unit's downloads, started while this one compiled
+        fetching = threading.Thread(target=prefetch, args=(todo[i],), daemon=True) if i < len(todo) else None
+        if fetching is not None:
+            fetching.start()
+        try:
+            build_unit(unit, detail or (lambda *_: None))
+        except BuildError as e:
+            raise BuildError(f"{unit.name} {unit.version} did not build: {e}") from e
+        timings[unit.name] = time.monotonic() - t0
+        left = [u.name for u in todo[i:]]
+        log(
+            f"[build {i}/{len(todo)}] {unit.name} {unit.version}: {timings[unit.name]:.0f}s "
+            f"(total {time.monotonic() - t_all:.0f}s; " + (f"left: {', '.join(left)})" if left else "done)")
+        )
     return timings
 
 

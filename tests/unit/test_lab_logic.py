@@ -130,7 +130,7 @@ def test_build_prints_one_line_per_unit_with_its_time_and_what_is_left(tmp_path,
     lines = []
     timings = build.build(["etcd", "kwok", "helm"], log=lines.append)
     assert done == ["etcd", "helm"]
-    assert fetched == ["helm"]  # every later unit's downloads, while the first compiled
+    assert fetched == ["helm"]  # the next unit's downloads, while the first compiled
     assert timings["kwok"] == 0.0 and set(timings) == {"etcd", "kwok", "helm"}
     assert lines[0] == "[build] cached: kwok"
     assert lines[1].startswith(f"[build 1/2] etcd {build.unit_by_name('etcd').version}: ")
