@@ -18,6 +18,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _operators,
     _rbac,
     _readiness,
+    _support,
     _trainer_runtimes,
     _webhooks,
 )
@@ -254,7 +255,7 @@ def static_pod_flag(pod: dict, name: str) -> str | None:
 
 def report_line(item: dict, kind: str) -> str:
     """One line of the readable report for an entry of gang_info's result (``device_plugin``,
-    ``scheduler``, ``operator``, ``problem``) or of the fact gang_smoke_test_results (``smoke``)."""
+    ``scheduler``, ``operator``, ``problem``, ``support``) or of the fact gang_smoke_test_results (``smoke``)."""
     if not isinstance(item, dict):
         raise AnsibleFilterError(f"report_line needs a dict, got {item!r}")
     g = item.get
@@ -289,10 +290,12 @@ def report_line(item: dict, kind: str) -> str:
             return f"smoke test: {g('verdict')} {mark}{cause}{nogang}; reports: {where}"
         if kind == "problem":
             return f"PROBLEM {g('object')}: {g('message')} Fix: {g('fix')}"
-    except (TypeError, AttributeError) as e:
+        if kind == "support":
+            return f"support: {_support.line(item)}"
+    except (TypeError, AttributeError, KeyError) as e:
         raise AnsibleFilterError(f"report_line: {kind} entry {item!r}: {e}") from e
     raise AnsibleFilterError(
-        f"report_line: kind={kind!r} is not one of device_plugin, scheduler, operator, smoke, problem"
+        f"report_line: kind={kind!r} is not one of device_plugin, scheduler, operator, smoke, problem, support"
     )
 
 

@@ -277,6 +277,20 @@ problems:
   type: list
   elements: dict
   sample: [{"object": "Deployment kubeflow/training-operator", "message": "...", "fix": "..."}]
+support:
+  description:
+    - Each gang scheduler, operator and Trainer controller found, with its release (its image tag) against the
+      Kubernetes minors its upstream supports, and the source of that range.
+    - C(within) is true or false where upstream states a range (or the release is a kube-scheduler build, bound by
+      the version-skew policy), null where it states none (C(built_on) then gives the minor the release is built on)
+      or the release is not in the collection's table. Reported, not a problem; the report prints the entries not
+      within.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"component": "volcano", "where": "Deployment volcano-system/volcano-scheduler", "version": "v1.10.0",
+            "cluster": "v1.37.2", "supported": "1.21-1.30", "within": false,
+            "source": "Volcano v1.10.0 README, 'Kubernetes compatibility' table"}]
 partial_gangs:
   description: Gangs with members bound and members Pending longer than the threshold, and the GPUs held.
   returned: always

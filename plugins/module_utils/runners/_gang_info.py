@@ -17,6 +17,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _pod_facts,
     _podgroups,
     _readiness,
+    _support,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
@@ -278,6 +279,8 @@ def gather(client, params: dict, now: float) -> dict:
     probs += trainer_probs
     for o in ops:
         o.pop("_container")
+    controllers = (trainer_facts or {}).get("controllers") or []
+    support = _support.of_cluster(schedulers, ops, controllers, version.get("gitVersion"))
     job = _gang_info_job.explain(client, params["job"], facts, ops, probs) if params.get("job") else None
     gpu = [n for n in per_node if n["capacity"]]
     out = {
@@ -297,6 +300,7 @@ def gather(client, params: dict, now: float) -> dict:
         "trainer": trainer_facts,
         "native_gang": native_facts,
         "problems": probs,
+        "support": support,
         "partial_gangs": pods.partial_gangs(),
     }
     if job is not None:

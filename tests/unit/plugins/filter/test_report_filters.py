@@ -47,10 +47,15 @@ def test_report_line_for_each_kind():
     assert report_line({"object": "Deployment a/b", "message": "m.", "fix": "f"}, "problem") == (
         "PROBLEM Deployment a/b: m. Fix: f"
     )
+    support = {"component": "volcano", "version": "v1.10.0", "cluster": "v1.37.2", "within": False}
+    assert report_line({**support, "supported": "1.21-1.30"}, "support") == (
+        "support: volcano v1.10.0: upstream supports Kubernetes 1.21-1.30, the cluster runs v1.37.2 (OUTSIDE)"
+    )
 
 
 @pytest.mark.parametrize(
-    "item,kind,message", [({}, "node", "kind='node' is not one of"), ("x", "smoke", "needs a dict")]
+    "item,kind,message",
+    [({}, "node", "kind='node' is not one of"), ("x", "smoke", "needs a dict"), ({}, "support", "support entry")],
 )
 def test_report_line_bad_input(item, kind, message):
     with pytest.raises(AnsibleFilterError, match=message):

@@ -1,0 +1,97 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: which Kubernetes minors each release of the chain's components is supported on, as its
+upstream says (each row names where), and how a cluster's minor stands against it. Pure: no I/O. Not a public API."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _images
+
+# component -> rows of (release line "vX.Y", oldest minor, newest minor or None, where upstream says so). A
+# newest of None: upstream states no upper bound. Where upstream states no range at all, the row gives the minor the
+# release is built on (its go.mod's k8s.io/api) as both bounds, and says so: a kube-scheduler build is bound by
+# Kubernetes' version-skew policy (at most one minor older than the API server, never newer).
+SUPPORT = {
+    "volcano": (("v1.10", 21, 30, "Volcano v1.10.0 README, 'Kubernetes compatibility' table"),),
+    "scheduler_plugins": (
+        ("v0.33", 33, 34, "built on Kubernetes 1.33 (go.mod k8s.io/api v0.33.5); kube-scheduler version-skew policy"),
+        ("v0.34", 34, 35, "built on Kubernetes 1.34; kube-scheduler version-skew policy"),
+    ),
+    "koordinator": (
+        ("v1.6", 28, 29, "built on Kubernetes 1.28 (go.mod k8s.io/api v0.28.7); kube-scheduler version-skew policy"),
+        ("v1.8", 35, 36, "built on Kubernetes 1.35; kube-scheduler version-skew policy"),
+    ),
+    "training_operator": (("v1.8", 25, None, "training-operator v1.8.1 README: 'Version >= 1.25 of Kubernetes'"),),
+    "mpi_operator": (
+        ("v0.6", 31, 31, "no range stated upstream; built on Kubernetes 1.31 (go.mod k8s.io/api v0.31.1)"),
+    ),
+    "trainer": (
+        ("v2.2", 35, 35, "no range stated upstream; built on Kubernetes 1.35 (go.mod k8s.io/api v0.35.2)"),
+        ("v2.3", 36, 36, "no range stated upstream; built on Kubernetes 1.36"),
+    ),
+}
+
+
+def minor(version: str | None) -> int | None:
+    """The minor of a Kubernetes version ('v1.37.2' -> 37), None when it is not one."""
+    m = re.match(r"v?1\.(\d+)", version or "")
+    return int(m.group(1)) if m else None
+
+
+def row(component: str, version: str | None) -> tuple | None:
+    """The SUPPORT row of a component's release (its image tag), None when the table has none."""
+    m = re.match(r"v?(\d+)\.(\d+)", version or "")
+    if not m:
+        return None
+    line = f"v{m.group(1)}.{m.group(2)}"
+    return next((r for r in SUPPORT.get(component, ()) if r[0] == line), None)
+
+
+def standing(component: str, where: str, version: str | None, kube_version: str | None) -> dict:
+    """How a component's release stands on the cluster's minor: ``within`` True or False where upstream states a range
+    (or the release is a kube-scheduler build, bound by the skew policy), None where nothing is known (no row, or
+    upstream states none and only the minor it is built on is known: ``built_on``)."""
+    r, k = row(component, version), minor(kube_version)
+    out = {"component": component, "where": where, "version": version, "cluster": kube_version}
+    if r is None or k is None:
+        return {**out, "supported": None, "within": None, "source": None}
+    _line, low, high, source = r
+    supported = f"1.{low}+" if high is None else f"1.{low}" if low == high else f"1.{low}-1.{high}"
+    stated = not source.startswith("no range stated")
+    within = (low <= k and (high is None or k <= high)) if stated else None
+    return {
+        **out,
+        "supported": supported if stated else None,
+        "built_on": None if stated else f"1.{low}",
+        "within": within,
+        "source": source,
+    }
+
+
+def line(s: dict) -> str:
+    """One line for a report: the component, its release, what upstream supports and the cluster's minor."""
+    name = f"{s['component']} {s['version'] or '(no tag)'}"
+    if s["within"] is None:
+        known = f"built on Kubernetes {s['built_on']}, upstream states no range" if s.get("built_on") else "not known"
+        return f"{name}: {known}; the cluster runs {s['cluster']}"
+    verdict = "within" if s["within"] else "OUTSIDE"
+    return f"{name}: upstream supports Kubernetes {s['supported']}, the cluster runs {s['cluster']} ({verdict})"
+
+
+def of_cluster(schedulers: list[dict], ops: list[dict], trainers: list[dict], kube_version: str | None) -> list[dict]:
+    """``standing`` of each gang scheduler, operator and Trainer controller gang_info found (its image tag is its
+    release)."""
+    out = [
+        standing(s["kind"], f"{s['source']} {s['namespace']}/{s['name']}", s.get("version"), kube_version)
+        for s in schedulers
+        if s["kind"] in SUPPORT
+    ]
+    for o in ops:
+        tag = _images.image_repo(o.get("image") or "")[1]
+        out.append(standing(o["operator"], f"Deployment {o['deployment']}", tag, kube_version))
+    return out + [
+        standing("trainer", f"Deployment {c['deployment']}", c.get("version"), kube_version) for c in trainers
+    ]
