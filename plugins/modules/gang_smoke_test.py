@@ -28,7 +28,7 @@ description:
   - "Verdicts: V(gang_held_running) (every member Running), V(gang_held_pending) (no member ever bound,
     and the scheduler marked every member unschedulable after all were there, O(skew_seconds) ago, or a second
     ago where its word names the gang itself (the PodGroup's condition, Volcano's gang plugin, Coscheduling's
-    rejection of the PodGroup): the scheduler's own rejection of this gang), V(partial) (some members bound while another stayed unbound
+    or koord-scheduler's rejection of the gang): the scheduler's own rejection of this gang), V(partial) (some members bound while another stayed unbound
     longer than O(skew_seconds)), V(inconclusive) (no member bound, but the scheduler never rejected the
     whole gang either, until O(timeout): nothing proves that a scheduler held it), V(timeout), V(error)
     (with RV(cause): scheduler not running or not binding, name not served, no PodGroup created,
@@ -349,9 +349,9 @@ gang:
       (C(name), and C(scheduled), kube-scheduler's decision on it as last read, C(True), C(False) or null), and
       C(podgroup_scheduled) says whether kube-scheduler ever marked it scheduled, which V(gang_held_running) needs
       on that path.
-    - C(decided_seconds) is when, in seconds from the gang's creation, the scheduler decided (its last bind of a
-      member, or its rejection of the whole gang); C(seconds) is when the verdict was reached. Null when it never
-      decided.
+    - C(decided_seconds) is when the scheduler decided (its last bind of a member, or its rejection of the whole
+      gang), null when it never did; C(seconds) is when the verdict was reached; both in seconds from the start of
+      the gang's creation.
   returned: when the test ran
   type: dict
   sample: {"verdict": "gang_held_pending", "bound": [], "held_pending_by": "rejected",

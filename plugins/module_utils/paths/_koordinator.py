@@ -9,6 +9,7 @@ what gang_info checks of it. Pure: no I/O. Not a public API."""
 from __future__ import annotations
 
 import copy
+import re
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _schedulers, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
@@ -19,6 +20,8 @@ _semver = _schedulers.semver
 # members by these two labels and koord-scheduler's schedulerName; no PodGroup object is involved
 LABEL_GANG_NAME = "pod-group.scheduling.sigs.k8s.io/name"
 LABEL_GANG_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
+# what koord-scheduler's Coscheduling writes on the members of a gang it holds (v1.6.1)
+GANG_WORD = re.compile(r'Gang "\S+" gets rejected|child pod not collect enough')
 # koord-scheduler: the CRDs it needs at start even for a gang-only profile (without them it never starts)
 KOORDINATOR_CRDS = (
     "podgroups.scheduling.sigs.k8s.io",
@@ -125,6 +128,10 @@ class Koordinator(_gang_path.GangPath):
         if operator_label:
             raise GangError(koordinator_refusal(given or (koord[0] if koord else "koord-scheduler"), operator_label))
         return _schedulers.derive_profile(self.scheduler_kind, given, koord, schedulers)
+
+    def gang_word(self, message: str) -> bool:
+        # koord-scheduler's Coscheduling rejecting the gang for a member, or holding members whose gang is not whole
+        return bool(GANG_WORD.search(message))
 
     def serves(self, s, sname):
         return s["kind"] == self.scheduler_kind and sname in (s.get("gang_profiles") or [])

@@ -235,8 +235,10 @@ class Trial:
         cause = None
         exp = "pending" if control else expect
         self.podgroup = None
+        watched_from = 0.0  # when the gang's own clock (its timeline, its decision) started, in the result's seconds
         try:
             self.create(docs)
+            watched_from = time.monotonic() - t0
             verdict = _watch.watch(self, gang, selector, exp, params["timeout"], job, probe=not control, name=name)
             if not control:
                 cause = gang_cause(verdict, gang, exp, self.describe, params["timeout"], self.liveness, self.path)
@@ -251,6 +253,8 @@ class Trial:
             "timeline": gang.timeline,
             **gang.summary(),
         }
+        if out["decided_seconds"] is not None:
+            out["decided_seconds"] = round(out["decided_seconds"] + watched_from, 2)  # on the clock of "seconds"
         if cause:
             out["cause"] = cause
         if (job is not None and job["kind"] == "TrainJob") or gang.decide is not None:
