@@ -20,8 +20,9 @@ _semver = _schedulers.semver
 # members by these two labels and koord-scheduler's schedulerName; no PodGroup object is involved
 LABEL_GANG_NAME = "pod-group.scheduling.sigs.k8s.io/name"
 LABEL_GANG_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
-# what koord-scheduler's Coscheduling writes on the members of a gang it holds (v1.6.1)
-GANG_WORD = re.compile(r'Gang "\S+" gets rejected|child pod not collect enough')
+# what koord-scheduler's Coscheduling writes on the members of a gang it rejected (v1.6.1); not "child pod not collect
+# enough", which it also writes for a moment while its cache has not seen the gang's last member
+GANG_WORD = re.compile(r'Gang "\S+" gets rejected')
 # koord-scheduler: the CRDs it needs at start even for a gang-only profile (without them it never starts)
 KOORDINATOR_CRDS = (
     "podgroups.scheduling.sigs.k8s.io",
@@ -130,7 +131,7 @@ class Koordinator(_gang_path.GangPath):
         return _schedulers.derive_profile(self.scheduler_kind, given, koord, schedulers)
 
     def gang_word(self, message: str) -> bool:
-        # koord-scheduler's Coscheduling rejecting the gang for a member, or holding members whose gang is not whole
+        # koord-scheduler's Coscheduling rejecting the gang for a member that cannot be placed
         return bool(GANG_WORD.search(message))
 
     def serves(self, s, sname):
