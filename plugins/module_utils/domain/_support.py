@@ -10,27 +10,26 @@ import re
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _images
 
-# component -> rows of (release line "vX.Y", oldest minor, newest minor or None, where upstream says so). A
-# newest of None: upstream states no upper bound. Where upstream states no range at all, the row gives the minor the
-# release is built on (its go.mod's k8s.io/api) as both bounds, and says so: a kube-scheduler build is bound by
-# Kubernetes' version-skew policy (at most one minor older than the API server, never newer).
+# component -> rows of (release line "vX.Y", oldest minor, newest minor or None, STATED or BUILT_ON, where it says so).
+# STATED: upstream states the range (a newest of None: no upper bound), or the release is a kube-scheduler build,
+# bound by Kubernetes' version-skew policy (at most one minor older than the API server, never newer). BUILT_ON:
+# upstream states no range; the row gives the minor the release is built on (its go.mod's k8s.io/api).
+STATED, BUILT_ON = "stated", "built on"
 SUPPORT = {
-    "volcano": (("v1.10", 21, 30, "Volcano v1.10.0 README, 'Kubernetes compatibility' table"),),
+    "volcano": (("v1.10", 21, 30, STATED, "Volcano v1.10.0 README, 'Kubernetes compatibility' table"),),
     "scheduler_plugins": (
-        ("v0.33", 33, 34, "built on Kubernetes 1.33 (go.mod k8s.io/api v0.33.5); kube-scheduler version-skew policy"),
-        ("v0.34", 34, 35, "built on Kubernetes 1.34; kube-scheduler version-skew policy"),
+        ("v0.33", 33, 34, STATED, "built on Kubernetes 1.33 (go.mod k8s.io/api v0.33.5); version-skew policy"),
+        ("v0.34", 34, 35, STATED, "built on Kubernetes 1.34; kube-scheduler version-skew policy"),
     ),
     "koordinator": (
-        ("v1.6", 28, 29, "built on Kubernetes 1.28 (go.mod k8s.io/api v0.28.7); kube-scheduler version-skew policy"),
-        ("v1.8", 35, 36, "built on Kubernetes 1.35; kube-scheduler version-skew policy"),
+        ("v1.6", 28, 29, STATED, "built on Kubernetes 1.28 (go.mod k8s.io/api v0.28.7); version-skew policy"),
+        ("v1.8", 35, 36, STATED, "built on Kubernetes 1.35; kube-scheduler version-skew policy"),
     ),
-    "training_operator": (("v1.8", 25, None, "training-operator v1.8.1 README: 'Version >= 1.25 of Kubernetes'"),),
-    "mpi_operator": (
-        ("v0.6", 31, 31, "no range stated upstream; built on Kubernetes 1.31 (go.mod k8s.io/api v0.31.1)"),
-    ),
+    "training_operator": (("v1.8", 25, None, STATED, "training-operator v1.8.1 README: 'Version >= 1.25'"),),
+    "mpi_operator": (("v0.6", 31, 31, BUILT_ON, "no range stated upstream; go.mod k8s.io/api v0.31.1"),),
     "trainer": (
-        ("v2.2", 35, 35, "no range stated upstream; built on Kubernetes 1.35 (go.mod k8s.io/api v0.35.2)"),
-        ("v2.3", 36, 36, "no range stated upstream; built on Kubernetes 1.36"),
+        ("v2.2", 35, 35, BUILT_ON, "no range stated upstream; go.mod k8s.io/api v0.35.2"),
+        ("v2.3", 36, 36, BUILT_ON, "no range stated upstream; built on Kubernetes 1.36"),
     ),
 }
 
@@ -58,9 +57,9 @@ def standing(component: str, where: str, version: str | None, kube_version: str 
     out = {"component": component, "where": where, "version": version, "cluster": kube_version}
     if r is None or k is None:
         return {**out, "supported": None, "within": None, "source": None}
-    _line, low, high, source = r
+    _line, low, high, kind, source = r
     supported = f"1.{low}+" if high is None else f"1.{low}" if low == high else f"1.{low}-1.{high}"
-    stated = not source.startswith("no range stated")
+    stated = kind == STATED
     within = (low <= k and (high is None or k <= high)) if stated else None
     return {
         **out,

@@ -43,8 +43,9 @@ def test_the_report_line_says_outside_with_the_range():
 
 def test_every_row_names_its_source_and_a_sane_range():
     for component, rows in _support.SUPPORT.items():
-        for line, low, high, source in rows:
+        for line, low, high, kind, source in rows:
             assert line.startswith("v") and source and (high is None or low <= high), (component, line)
+            assert kind in (_support.STATED, _support.BUILT_ON) and (kind == _support.STATED or high == low)
 
 
 def test_what_gang_info_found_is_each_given_its_standing():
