@@ -79,6 +79,8 @@ options:
         GPU Feature Discovery's C(nvidia.com/gpu.replicas) label of a shared GPU); a difference is a problem naming
         both numbers and the likely cause (the device plugin not registered, GPUs found unhealthy, shared GPUs
         without the label), as is a name the cluster has no node of.
+      - On a node without that label, the advertised count over the GPUs NVML sees (a whole multiple above 1) is
+        taken as the ways each GPU is shared, so that a gang whose members share GPUs there is named too.
     type: dict
     default: {}
   job:

@@ -246,6 +246,30 @@ def problems(facts: dict, device_list_strategy: str | None) -> list[dict]:
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 
 
+def _label_replicas(node: dict) -> int | None:
+    value = str((node.get("labels") or {}).get(REPLICAS_LABEL) or "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def replicas(nodes: list[dict], facts: dict) -> dict[str, int]:
+    """How many ways each node shares each of its physical GPUs (1: not shared), from the evidence there is: GPU
+    Feature Discovery's ``nvidia.com/gpu.replicas`` label where set; else, on a node gpu_node_info saw (``facts``
+    keyed by node name), the kubelet's advertised ``nvidia.com/gpu`` over the GPUs NVML sees, when that is a whole
+    multiple above 1 (what a time-slicing or MPS config advertises)."""
+    out = {}
+    for node in nodes:
+        seen = len(((facts or {}).get(node["name"]) or {}).get("gpus") or [])
+        advertised = node.get("allocatable") or 0
+        by_label = _label_replicas(node)
+        if by_label:
+            out[node["name"]] = by_label
+        elif seen and advertised > seen and advertised % seen == 0:
+            out[node["name"]] = advertised // seen
+        else:
+            out[node["name"]] = 1
+    return out
+
+
 def advertised_problems(nodes: list[dict], facts: dict) -> list[dict]:
     """gang_info's comparison of each GPU node's own view with the cluster's: ``facts`` maps a node's name to
     gpu_node_info's result on that node, ``nodes`` are gang_info's node entries (``name``, ``allocatable``,
@@ -269,10 +293,7 @@ def advertised_problems(nodes: list[dict], facts: dict) -> list[dict]:
         seen = len((f or {}).get("gpus") or [])
         if not seen:
             continue
-        try:
-            replicas = max(1, int((node.get("labels") or {}).get(REPLICAS_LABEL) or 1))
-        except ValueError:
-            replicas = 1
+        replicas = _label_replicas(node) or 1
         expected, advertised = seen * replicas, node.get("allocatable") or 0
         if advertised == expected:
             continue

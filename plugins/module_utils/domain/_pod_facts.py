@@ -260,14 +260,10 @@ class PodFold:
                     )
         return out
 
-    def shared(self, per_node: list[dict], replicas_label: str) -> list[dict]:
-        """Gangs whose bound members sit on nodes that advertise shared GPUs (``replicas_label`` above 1: GPU Feature
-        Discovery's replicas of a time-sliced or MPS GPU): the gang fits because its members share physical GPUs."""
+    def shared(self, replicas: dict[str, int]) -> list[dict]:
+        """Gangs whose bound members sit on nodes that share each physical GPU several ways (``replicas``: node name ->
+        ways, _gpu_node_facts.replicas: time-slicing or MPS): the gang fits because its members share GPUs."""
         self._check()
-        replicas = {}
-        for n in per_node:
-            v = str((n.get("labels") or {}).get(replicas_label) or "1")
-            replicas[n["name"]] = int(v) if v.isdigit() else 1
         out = []
         for key, g in sorted(self._gangs.items()):
             on = sorted(n for n in g.nodes if replicas.get(n, 1) > 1)

@@ -268,7 +268,8 @@ def gather(client, params: dict, now: float) -> dict:
     probs += _gang_info_gangs.path_problems(client, schedulers, ops, facts)
     probs += _gang_info_gangs.unfit_problems(pods.unfit(per_node, _gang_info_gangs.minimums(facts)))
     probs += _gang_info_gangs.event_problems(client)
-    probs += _gang_info_gangs.shared_problems(pods.shared(per_node, _gpu_node_facts.REPLICAS_LABEL))
+    shared = pods.shared(_gpu_node_facts.replicas(per_node, params.get("gpu_nodes") or {}))
+    probs += _gang_info_gangs.shared_problems(shared)
     native_facts, native_probs = _gang_info_native.native_info(client, now, threshold)
     probs += native_probs
     probs += stalled_problems(pods.waiting(), schedulers, ops)

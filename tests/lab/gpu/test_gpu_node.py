@@ -10,9 +10,14 @@ import os
 from pathlib import Path
 
 import pytest
+from ansible_run import run_module
+from kubernetes import client as k
 
-from lab import build, versions
+from lab import build, kube, nodes, scenarios, versions
 from lab.gpu import bundle, harness
+
+# the name the node's kubelet registers as (its --hostname-override)
+NODE = "gpu-node"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the GPU node needs root (namespaces, device nodes)")
 
@@ -137,15 +142,67 @@ def test_cdi_annotations_inject_the_device(before):
 TIME_SLICING = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
 
 
-def test_a_config_file_of_the_role_values_reaches_the_plugin(before):
-    """Time-slicing through the chart's config map (the role's gpu_device_plugin_values): config-manager's default
-    config is the plugin's config file, and one GPU is four allocatable nvidia.com/gpu, a pod getting all of it."""
+@pytest.fixture(scope="module")
+def sliced(before):
+    """The node with one stand-in GPU, time-sliced four ways through the chart's config map (the role's
+    gpu_device_plugin_values)."""
     values = {"config": {"map": {"default": TIME_SLICING}}}
-    r = harness.run(mode="standin", gpus=1, role_vars={"gpu_device_plugin_values": values}, log=lambda *_: None)
+    return harness.run(mode="standin", gpus=1, role_vars={"gpu_device_plugin_values": values}, log=lambda *_: None)
+
+
+def test_a_config_file_of_the_role_values_reaches_the_plugin(sliced):
+    """Time-slicing through the chart's config map: config-manager's default config is the plugin's config file, and
+    one GPU is four allocatable nvidia.com/gpu, a pod getting all of it."""
+    r = sliced
     assert r["ok"], _explain(r)
     assert r["plugin"]["config"] == "default" and r["plugin"]["env"]["CONFIG_FILE"] == "/config/config.yaml"
     assert sorted(r["allocatable"]) == [f"GPU-5e1f0000-0000-4000-8000-000000000000::{i}" for i in range(4)]
     assert r["pods"]["probes"]["gpu-probe"]["nvml"]["gpus"][0]["uuid"] == "GPU-5e1f0000-0000-4000-8000-000000000000"
+
+
+def test_a_gang_on_time_sliced_gpus_is_named_as_sharing_them(sliced, volcano, api, namespace, added_nodes):
+    """The time-sliced node as the cluster sees it: a Node advertising what the node's kubelet advertised (its
+    allocatable nvidia.com/gpu from the kubelet's pod-resources API: 4), and gpu_node_info's facts from the node
+    (NVML: 1 GPU). Four one-GPU members of a Volcano gang are bound there by vc-scheduler. gang_info names the node
+    (4 advertised, 1 seen, no GPU Feature Discovery label) and the gang (its members share one GPU), and gives the
+    sharing as the reason on the job; without the node's facts or the label it cannot know, and says nothing of it;
+    with GPU Feature Discovery's label it knows from the label alone, and the node is no longer named."""
+    assert sliced["ok"], _explain(sliced)
+    advertised, seen = len(sliced["allocatable"]), len(sliced["node_info"]["gpus"])
+    assert (advertised, seen) == (4, 1), _explain(sliced)
+    added_nodes.append(nodes.add(api, advertised, NODE))
+    docs = scenarios.gang(namespace, "sliced", advertised, "volcano")
+    for pod in docs[1:]:
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": NODE}
+    kube.apply(volcano, docs)
+    core = k.CoreV1Api(api)
+
+    def bound():
+        return [p.spec.node_name for p in core.list_namespaced_pod(namespace).items if p.spec.node_name]
+
+    kube.wait_for(lambda: len(bound()) == advertised, 60, "the gang bound")
+    assert set(bound()) == {NODE}
+    job = {"kind": "PodGroup", "namespace": namespace, "name": "sliced"}
+    gang = f"Gang {namespace}/sliced"
+
+    info = run_module(volcano, "gang_info", {"gpu_nodes": {NODE: sliced["node_info"]}, "job": job})
+    about = {p["object"]: p for p in info["problems"]}
+    assert "NVML sees 1 GPU(s), the kubelet advertises 4 nvidia.com/gpu" in about[f"Node {NODE}"]["message"], about
+    assert "nvidia.com/gpu.replicas" in about[f"Node {NODE}"]["fix"], about
+    assert (
+        f"{advertised} bound member(s) share physical GPUs on {NODE} (each GPU shared 4 ways)"
+        in (about[gang]["message"])
+    ), about
+    assert info["job"]["why"].startswith(about[gang]["message"]), info["job"]
+
+    plain = run_module(volcano, "gang_info", {"job": job})
+    assert not any(p["object"] in (gang, f"Node {NODE}") for p in plain["problems"]), plain["problems"]
+    assert plain["job"]["why"] == f"running: all {advertised} pod(s) bound", plain["job"]
+
+    core.patch_node(NODE, {"metadata": {"labels": {"nvidia.com/gpu.replicas": str(advertised)}}})
+    labelled = run_module(volcano, "gang_info", {"gpu_nodes": {NODE: sliced["node_info"]}})
+    objects = [p["object"] for p in labelled["problems"]]
+    assert gang in objects and f"Node {NODE}" not in objects, labelled["problems"]
 
 
 def test_the_host_is_left_as_it_was(cdi, before):

@@ -4,7 +4,7 @@ never fit, and the jobs a quota or an admission webhook let create only part of 
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _pod_facts
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _gpu_node_facts, _pod_facts
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _koordinator, _scheduler_plugins, _volcano
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info_gangs
@@ -213,8 +213,13 @@ def test_a_gang_on_shared_gpus_is_named_and_one_on_whole_gpus_is_not():
         {"name": "n0", "allocatable": 4, "labels": {"nvidia.com/gpu.replicas": "4"}},
         {"name": "n1", "allocatable": 1, "labels": {}},
     ]
-    shared = _pod_facts.fold(pods, NOW, 60).shared(nodes, "nvidia.com/gpu.replicas")
+    shared = _pod_facts.fold(pods, NOW, 60).shared(_gpu_node_facts.replicas(nodes, {}))
     assert shared == [{"gang": "team/shared", "nodes": {"n0": 4}, "bound": 2}]
+    # no GPU Feature Discovery label: gpu_node_info's one physical GPU against the kubelet's 4 says the same
+    unlabelled = [{**nodes[0], "labels": {}}, nodes[1]]
+    seen = {"n0": {"gpus": [{"uuid": "GPU-0"}]}, "n1": {"gpus": [{"uuid": "GPU-1"}]}}
+    assert _pod_facts.fold(pods, NOW, 60).shared(_gpu_node_facts.replicas(unlabelled, seen)) == shared
+    assert _pod_facts.fold(pods, NOW, 60).shared(_gpu_node_facts.replicas(unlabelled, {})) == []
     (p,) = _gang_info_gangs.shared_problems(shared)
     assert p["object"] == "Gang team/shared" and "share physical GPUs on n0 (each GPU shared 4 ways)" in p["message"]
 
