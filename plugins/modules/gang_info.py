@@ -293,6 +293,17 @@ support:
   sample: [{"component": "volcano", "where": "Deployment volcano-system/volcano-scheduler", "version": "v1.10.0",
             "cluster": "v1.37.2", "supported": "1.21-1.30", "within": false,
             "source": "Volcano v1.10.0 README, 'Kubernetes compatibility' table"}]
+in_use:
+  description:
+    - Per gang path (V(volcano), V(scheduler_plugins), V(koordinator), V(native)), the users' objects that need its
+      scheduler or API - what an uninstall of that path would leave unserved - for the paths that have any.
+    - Its PodGroups not finished, its live gang pods under a scheduler name it serves (one entry a name, with the
+      count), Volcano's queues (but C(default) and C(root)), the native gang's Workloads and PodGroups.
+    - C(count) is the number of entries, C(objects) the first 20. The roles' uninstall refuses while its path has
+      any, unless asked to go on.
+  returned: always
+  type: dict
+  sample: {"native": {"count": 2, "objects": ["Workload team-a/train", "PodGroup team-a/train-workers"]}}
 partial_gangs:
   description: Gangs with members bound and members Pending longer than the threshold, and the GPUs held.
   returned: always

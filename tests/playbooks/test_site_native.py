@@ -10,6 +10,7 @@ import signal
 
 import pytest
 import yaml
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native as native_path
 from ansible_run import module, playbook
 from kubernetes import client as k
 
@@ -165,9 +166,75 @@ def test_a_component_that_does_not_come_up_gets_its_manifest_back(lab):
     assert _manifests(lab) == before
 
 
+USER_NS, USER_GANG = "team-native", "train"
+
+
+def _users_native_gang(lab) -> list[str]:
+    """A user's native gang, as the issue that asked for the refusal had it: a Workload, its PodGroup and four
+    one-GPU pods, all bound by kube-scheduler. Their names as gang_info's in_use gives them."""
+    kube.kubectl(lab, "create", "namespace", USER_NS)
+    labels = {"app": USER_GANG}
+    docs = [
+        native_path.workload(USER_NS, USER_GANG, labels, 4),
+        native_path.podgroup(USER_NS, USER_GANG, USER_GANG, labels, 4),
+    ]
+    for i in range(4):
+        spec = {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "w", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        }
+        native_path.join(spec, USER_GANG)
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"{USER_GANG}-{i}", "namespace": USER_NS, "labels": labels},
+                "spec": spec,
+            }
+        )
+    kube.apply(lab, docs)
+    core = k.CoreV1Api(kube.api(lab))
+    kube.wait_for(
+        lambda: sum(1 for p in core.list_namespaced_pod(USER_NS).items if p.spec.node_name) == 4, 60, "the gang bound"
+    )
+    return [f"Workload {USER_NS}/{USER_GANG}", f"PodGroup {USER_NS}/{USER_GANG}"]
+
+
+def _named_when_going_on(run) -> list[str]:
+    return [
+        h.get("msg", "")
+        for play in run.data["plays"]
+        for task in play["tasks"]
+        if "In use | going on as asked" in task["task"]["name"]
+        for h in task["hosts"].values()
+        if not h.get("skipped")
+    ]
+
+
+def test_uninstall_refuses_while_a_users_native_gang_runs(lab):
+    """uninstall.yml while a user's native gang runs: refused before any change (check mode too), naming the
+    Workload and the PodGroup and the variable that goes on anyway."""
+    lab.native_users = _users_native_gang(lab)
+    before = _manifests(lab)
+    for args in ((), ("--check",)):
+        run = playbook(lab, "uninstall", *args, **NATIVE)
+        assert run.rc != 0
+        assert all(name in run.failures() for name in lab.native_users), run.failures()
+        assert "Nothing was changed" in run.failures() and "gangsched_uninstall_in_use=true" in run.failures()
+        assert run.changed() == [], run.changed()
+    assert _manifests(lab) == before and _native(lab)["supported"]
+
+
 def test_uninstall_puts_the_manifests_back_and_the_api_goes(lab):
-    run = playbook(lab, "uninstall", **NATIVE)
+    """Asked to go on (gangsched_uninstall_in_use), it names the user's objects it leaves unserved, and the API goes;
+    the bound pods stay bound."""
+    run = playbook(lab, "uninstall", **NATIVE, gangsched_uninstall_in_use=True)
     assert run.rc == 0, run.failures()
+    (named,) = _named_when_going_on(run)
+    assert all(name in named for name in lab.native_users), named
+    core = k.CoreV1Api(kube.api(lab))
+    assert sum(1 for p in core.list_namespaced_pod(USER_NS).items if p.spec.node_name) == 4
+    kube.kubectl(lab, "delete", "namespace", USER_NS, "--wait=false")
     assert _manifests(lab) == lab.native_originals
     assert _native(lab)["served_versions"] == []
     assert not list((lab.root / "backup" / "native-gang").glob("*.yaml"))

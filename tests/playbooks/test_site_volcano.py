@@ -418,6 +418,39 @@ def test_least_privilege_audit(lab):
     assert findings == [], "\n".join(findings)
 
 
+def test_uninstalling_volcano_under_a_users_queue_and_gang_is_refused(lab):
+    """uninstall.yml with the components would delete Volcano's CRDs (its chart renders them as templates), and with
+    them every Queue and PodGroup: with a user's queue and a PodGroup in it, it refuses before any change, naming
+    both; once they are gone, nothing is named."""
+    kube.kubectl(lab, "create", "namespace", "team-volcano")
+    docs = [
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "team-a"},
+            "spec": {"weight": 1, "reclaimable": True},
+        },
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "team-volcano"},
+            "spec": {"minMember": 2, "queue": "team-a"},
+        },
+    ]
+    kube.apply(lab, docs)
+    try:
+        before = sorted(_deployments(lab))
+        run = playbook(lab, "uninstall", gangsched_uninstall_components=True)
+        assert run.rc != 0
+        assert "Queue team-a" in run.failures() and "PodGroup team-volcano/train" in run.failures(), run.failures()
+        assert "Queue default" not in run.failures(), run.failures()
+        assert run.changed() == [] and sorted(_deployments(lab)) == before, run.changed()
+    finally:
+        kube.kubectl(lab, "delete", "namespace", "team-volcano")
+        kube.kubectl(lab, "delete", "queues.scheduling.volcano.sh", "team-a")
+    assert "volcano" not in module(lab, "gang_info")["in_use"]
+
+
 def test_uninstall_puts_the_operators_back(lab):
     deps = _deployments(lab)
     original = json.loads(deps["kubeflow/training-operator"].metadata.annotations["gangsched.kubeflow/original-argv"])[

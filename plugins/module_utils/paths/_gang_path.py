@@ -229,6 +229,21 @@ class GangPath:
             )
         return out
 
+    def in_use(self, schedulers: list[dict], facts: dict) -> list[str]:
+        """The users' objects that need this path's scheduler or API (``facts`` as in ``cluster_problems``): what an
+        uninstall of the path would leave unserved. Its PodGroups neither finished nor being deleted, and the live
+        pods that carry its member key under a schedulerName its scheduler serves (one entry a name, with the count)."""
+        out = []
+        for pg in (facts.get("lists") or {}).get("podgroups") or []:
+            md = pg.get("metadata") or {}
+            if (pg.get("status") or {}).get("phase") not in self.finished_phases and not md.get("deletionTimestamp"):
+                out.append(f"PodGroup {md.get('namespace')}/{md.get('name')}")
+        key = self.member_key()
+        for (mk, sname), (count, _unbound, example) in sorted((facts.get("keyed") or {}).items()):
+            if mk == key and any(self.serves(s, sname) for s in schedulers):
+                out.append(f"Pod {example}" + (f" and {count - 1} more pod(s)" if count > 1 else "") + f" ({sname})")
+        return out
+
     def podgroup_problems(self, facts: dict) -> list[dict]:
         """Problems of this path's PodGroups (listed by ``lists``): each path reads its own status."""
         return []

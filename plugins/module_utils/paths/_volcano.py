@@ -21,6 +21,10 @@ GPU = _capacity.GPU
 EXAMPLES = 3  # the queues a reclaim problem names
 
 
+# the queues vc-controller-manager makes itself
+VOLCANO_QUEUES = ("default", "root")
+
+
 class Volcano(_gang_path.GangPath):
     name = "volcano"
     title = "Volcano"
@@ -98,6 +102,17 @@ class Volcano(_gang_path.GangPath):
         if out:
             out["queues"] = ("Queue", QUEUE_API)
         return out
+
+    def in_use(self, schedulers, facts):
+        """Its PodGroups and gang pods (GangPath.in_use), and the queues users made (all but ``default`` and
+        ``root``, which vc-controller-manager makes): Volcano's chart renders its CRDs as templates, so an uninstall of
+        the chart deletes them all."""
+        queues = [
+            f"Queue {(q.get('metadata') or {}).get('name')}"
+            for q in (facts.get("lists") or {}).get("queues") or []
+            if (q.get("metadata") or {}).get("name") not in VOLCANO_QUEUES
+        ]
+        return super().in_use(schedulers, facts) + queues
 
     def podgroup_problems(self, facts):
         """Volcano PodGroups that wait on their queue: one that names a queue that does not exist, whose minResources

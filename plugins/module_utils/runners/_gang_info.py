@@ -272,6 +272,10 @@ def gather(client, params: dict, now: float) -> dict:
     probs += _gang_info_gangs.shared_problems(shared)
     native_facts, native_probs = _gang_info_native.native_info(client, now, threshold)
     probs += native_probs
+    in_use = _gang_info_gangs.in_use(schedulers, facts)
+    native_in_use = native_facts.pop("_in_use", [])
+    if native_in_use:
+        in_use["native"] = {"count": len(native_in_use), "objects": native_in_use[: _gang_info_gangs.IN_USE_NAMES]}
     probs += stalled_problems(pods.waiting(), schedulers, ops)
     probs += _gpu_node_facts.advertised_problems(per_node, params.get("gpu_nodes") or {})
     trainer_facts, trainer_probs = _gang_info_trainer.trainer_info(
@@ -300,6 +304,7 @@ def gather(client, params: dict, now: float) -> dict:
         "device_plugins": plugins,
         "trainer": trainer_facts,
         "native_gang": native_facts,
+        "in_use": in_use,
         "problems": probs,
         "support": support,
         "partial_gangs": pods.partial_gangs(),

@@ -71,6 +71,21 @@ def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) 
     return out
 
 
+# names an in_use entry gives at most, the count beside them
+IN_USE_NAMES = 20
+
+
+def in_use(schedulers: list[dict], facts: dict) -> dict[str, dict]:
+    """Each gang path's users' objects (GangPath.in_use): {path: {count, objects (IN_USE_NAMES at most)}}, for the
+    paths that have any."""
+    out = {}
+    for p in _registry.PATHS.values():
+        objects = p.in_use(schedulers, {**facts, "lists": (facts.get("lists") or {}).get(p.name, {})})
+        if objects:
+            out[p.name] = {"count": len(objects), "objects": objects[:IN_USE_NAMES]}
+    return out
+
+
 def _over(job: dict) -> bool:
     """Whether a job's conditions say it finished (Succeeded, Failed, Complete)."""
     conds = (job.get("status") or {}).get("conditions") or []

@@ -16,7 +16,11 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _n
 def _slim_workload(w: dict) -> dict:
     md, spec = w.get("metadata") or {}, w.get("spec") or {}
     return {
-        "metadata": {"namespace": md.get("namespace"), "name": md.get("name")},
+        "metadata": {
+            "namespace": md.get("namespace"),
+            "name": md.get("name"),
+            "deletionTimestamp": md.get("deletionTimestamp"),
+        },
         "spec": {
             "controllerRef": spec.get("controllerRef"),
             "podGroupTemplates": [
@@ -77,6 +81,12 @@ def native_info(client, now: float, threshold: float) -> tuple[dict, list[dict]]
         _api.path("PodGroup", api_version_=_native.API_VERSION), what="PodGroups of scheduling.k8s.io (all namespaces)"
     )
     facts["podgroups"] = len(podgroups)
+    facts["_in_use"] = [
+        f"{kind} {(o.get('metadata') or {}).get('namespace')}/{(o.get('metadata') or {}).get('name')}"
+        for kind, objs in (("Workload", workloads), ("PodGroup", podgroups))
+        for o in objs
+        if not (o.get("metadata") or {}).get("deletionTimestamp")
+    ]
     facts["held_podgroups"] = _native.held_podgroups(podgroups)
     probs = _native.gate_problems(control_plane, served=True)
     probs += _native.job_priority_problems(workloads, podgroups, now, threshold)

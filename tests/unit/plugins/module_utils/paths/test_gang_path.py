@@ -233,3 +233,18 @@ def test_events_gang_info_may_not_list_are_said_not_skipped():
 
     (p,) = _gang_info_gangs.event_problems(_NoEvents())
     assert p["object"] == "Events (all namespaces)" and "may not list events" in p["message"] and "grant" in p["fix"]
+
+
+def test_what_users_run_on_a_path_is_in_use_and_a_finished_gang_is_not():
+    pods = [_pod(f"w{i}", "volcano", node="n0", annotations={GANG: "job"}) for i in range(2)]
+    pods.append(_pod("x", "default-scheduler", annotations={GANG: "other"}))  # not served by Volcano: not its user
+    queues = [{"metadata": {"name": n}} for n in ("default", "root", "team-a")]
+    facts = {
+        "lists": {"podgroups": [_podgroup("job"), _podgroup("done", phase="Completed")], "queues": queues},
+        "keyed": _pod_facts.fold(pods, NOW, 60).keyed(),
+    }
+    used = _volcano.PATH.in_use([VOLCANO], facts)
+    assert used == ["PodGroup team/job", "Pod team/w0 and 1 more pod(s) (volcano)", "Queue team-a"], used
+    assert _volcano.PATH.in_use([VOLCANO], {"lists": {}, "keyed": {}}) == []
+    listed = {"volcano": facts["lists"]}
+    assert _gang_info_gangs.in_use([VOLCANO], {**facts, "lists": listed}) == {"volcano": {"count": 3, "objects": used}}
