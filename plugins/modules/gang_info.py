@@ -295,10 +295,12 @@ support:
             "source": "Volcano v1.10.0 README, 'Kubernetes compatibility' table"}]
 in_use:
   description:
-    - Per gang path (V(volcano), V(scheduler_plugins), V(koordinator), V(native)), the users' objects that need its
-      scheduler or API - what an uninstall of that path would leave unserved - for the paths that have any.
-    - Its PodGroups not finished, its live gang pods under a scheduler name it serves (one entry a name, with the
-      count), Volcano's queues (but C(default) and C(root)), the native gang's Workloads and PodGroups.
+    - Per gang path (V(volcano), V(scheduler_plugins), V(koordinator), V(native)) and for Kubeflow Trainer
+      (V(trainer)), the users' objects that need its scheduler, controllers or API - what an uninstall of it would
+      leave unserved - for those that have any.
+    - Its PodGroups neither finished nor being deleted, its live gang pods under a scheduler name it serves (one entry
+      a name, with the count), Volcano's queues (but C(default) and C(root)), the native gang's Workloads and
+      PodGroups, the TrainJobs neither finished nor being deleted.
     - C(count) is the number of entries, C(objects) the first 20. The roles' uninstall refuses while its path has
       any, unless asked to go on.
   returned: always

@@ -79,6 +79,25 @@ def test_seeds_replayed_with_trainjobs_on_a_gang_copy_of_a_stock_runtime(lab, po
     assert seen["seed3_ran"]["running"] and not seen["seed3_ran"]["pending"], seen
 
 
+def test_uninstall_refuses_while_a_users_trainjob_is_not_finished(lab):
+    """A user's TrainJob (suspended: no pod) still needs Trainer's controllers: uninstall.yml refuses before any
+    change, naming it; once it is deleted, nothing is named."""
+    core = k.CoreV1Api(kube.api(lab))
+    ns = f"team-{uuid.uuid4().hex[:6]}"
+    kube.ensure_namespace(core, ns)
+    job = scenarios.trainjob(ns, "train", "torch-stock-gang", 2)
+    job["spec"]["suspend"] = True
+    try:
+        kube.apply(lab, [job])
+        run = playbook(lab, "uninstall", **EXTRA)
+        assert run.rc != 0
+        assert f"TrainJob {ns}/train" in run.failures() and "gangsched_uninstall_in_use" in run.failures()
+        assert run.changed() == [] and len(_trainer_deployments(lab)) == 2, run.changed()
+    finally:
+        kube.delete_namespace(core, ns, timeout=120)
+    assert "trainer" not in run_module(lab, "gang_info", {})["in_use"]
+
+
 def test_uninstall_removes_trainer_and_jobset(lab):
     run = playbook(lab, "uninstall", **EXTRA)
     assert run.rc == 0, run.failures()

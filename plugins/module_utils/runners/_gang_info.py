@@ -282,6 +282,9 @@ def gather(client, params: dict, now: float) -> dict:
         client, trainers, pods.started(), schedulers, crds, ops
     )
     probs += trainer_probs
+    trainer_in_use = (trainer_facts or {}).pop("_in_use", [])
+    if trainer_in_use:
+        in_use["trainer"] = {"count": len(trainer_in_use), "objects": trainer_in_use[: _gang_info_gangs.IN_USE_NAMES]}
     for o in ops:
         o.pop("_container")
     controllers = (trainer_facts or {}).get("controllers") or []

@@ -92,8 +92,12 @@ def gang_kinds(ops: list[dict]) -> dict:
 def _slim_trainjob(tj: dict) -> dict:
     md, spec = tj.get("metadata") or {}, tj.get("spec") or {}
     trainer = spec.get("trainer") or {}
+    conds = (tj.get("status") or {}).get("conditions") or []
     return {
         "metadata": {"namespace": md.get("namespace"), "name": md.get("name")},
+        # neither finished (Complete, Failed) nor being deleted: a user's job that needs Trainer's controllers
+        "_live": not md.get("deletionTimestamp")
+        and not any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conds),
         "spec": {
             "runtimeRef": spec.get("runtimeRef") or {},
             "trainer": {"resourcesPerNode": trainer["resourcesPerNode"]} if trainer.get("resourcesPerNode") else {},
@@ -124,6 +128,9 @@ def trainer_info(
         "TrainJobs (all namespaces)",
         _slim_trainjob,
     )
+    facts["_in_use"] = [
+        f"TrainJob {t['metadata']['namespace']}/{t['metadata']['name']}" for t in trainjobs if t["_live"]
+    ]
     crd_of = {}
     for policy, gang in _trainer_runtimes.GANG_OF_POLICY.items():
         name = _podgroups.crd_name(gang)
