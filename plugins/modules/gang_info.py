@@ -285,8 +285,8 @@ support:
       Kubernetes minors its upstream supports, and the source of that range.
     - C(within) is true or false where upstream states a range (or the release is a kube-scheduler build, bound by
       the version-skew policy), null where it states none (C(built_on) then gives the minor the release is built on)
-      or the release is not in the collection's table. Reported, not a problem; the report prints the entries not
-      within.
+      or the release is not in the collection's table. Where C(within) is false, C(fix) says what to run instead.
+      Reported, not a problem; the report prints the entries not within, with their fix.
   returned: always
   type: list
   elements: dict

@@ -61,13 +61,19 @@ def standing(component: str, where: str, version: str | None, kube_version: str 
     supported = f"1.{low}+" if high is None else f"1.{low}" if low == high else f"1.{low}-1.{high}"
     stated = kind == STATED
     within = (low <= k and (high is None or k <= high)) if stated else None
-    return {
+    out = {
         **out,
         "supported": supported if stated else None,
         "built_on": None if stated else f"1.{low}",
         "within": within,
         "source": source,
     }
+    if within is False:
+        out["fix"] = (
+            f"run a {component} release whose upstream supports Kubernetes 1.{k} (this one: {supported}, per "
+            f"{source}), or a Kubernetes minor within {supported}; until then upstream does not test this pairing"
+        )
+    return out
 
 
 def line(s: dict) -> str:
@@ -77,7 +83,8 @@ def line(s: dict) -> str:
         known = f"built on Kubernetes {s['built_on']}, upstream states no range" if s.get("built_on") else "not known"
         return f"{name}: {known}; the cluster runs {s['cluster']}"
     verdict = "within" if s["within"] else "OUTSIDE"
-    return f"{name}: upstream supports Kubernetes {s['supported']}, the cluster runs {s['cluster']} ({verdict})"
+    text = f"{name}: upstream supports Kubernetes {s['supported']}, the cluster runs {s['cluster']} ({verdict})"
+    return text + (f". Fix: {s['fix']}" if s.get("fix") else "")
 
 
 def of_cluster(schedulers: list[dict], ops: list[dict], trainers: list[dict], kube_version: str | None) -> list[dict]:

@@ -37,8 +37,11 @@ def test_a_release_upstream_states_no_range_for_gives_what_it_is_built_on():
 
 def test_the_report_line_says_outside_with_the_range():
     s = _support.standing("volcano", "Deployment volcano-system/volcano-scheduler", "v1.10.0", "v1.37.2")
-    line = "volcano v1.10.0: upstream supports Kubernetes 1.21-1.30, the cluster runs v1.37.2 (OUTSIDE)"
-    assert _support.line(s) == line
+    line = "volcano v1.10.0: upstream supports Kubernetes 1.21-1.30, the cluster runs v1.37.2 (OUTSIDE). Fix: "
+    assert _support.line(s).startswith(line), _support.line(s)
+    assert "run a volcano release whose upstream supports Kubernetes 1.37" in s["fix"], s
+    within = _support.standing("volcano", "Deployment volcano-system/volcano-scheduler", "v1.10.0", "v1.30.1")
+    assert "fix" not in within and "Fix" not in _support.line(within)
 
 
 def test_every_row_names_its_source_and_a_sane_range():
