@@ -16,6 +16,10 @@ description:
     the sha256 of the file it came from.
   - One list of the owner's CRDs tells which files are on the cluster already; only the others are parsed and sent, so a
     converged run sends nothing. The stamp is the one C(ansible.builtin.hash('sha256')) gives for the file's text.
+  - A CRD whose new file no longer lists a version its objects are stored as (the live CRD's C(status.storedVersions),
+    as an upgrade that drops an old version would) fails the task before anything is sent, naming the versions and
+    the migration to make first (write the objects back as the storage version, then trim C(status.storedVersions)).
+    One read each of the CRDs to apply that are not among the owner's.
   - The CRDs to apply are first sent as a server-side dry run, all of them; a CRD the API server refuses fails the task
     before anything changed. Then they are applied and waited for until C(Established).
   - A file that is not YAML, or holds anything but C(apiextensions.k8s.io/v1) CustomResourceDefinitions, fails the task

@@ -62,3 +62,30 @@ def stamped(crd: dict, owner: str, sha: str) -> dict:
     meta.setdefault("labels", {})[OWNER_LABEL] = owner
     meta.setdefault("annotations", {})[STAMP] = sha
     return out
+
+
+def dropped_versions(live: dict | None, new: dict) -> list[str]:
+    """The versions a CRD's objects are stored as (the live CRD's ``status.storedVersions``) that the new CRD no
+    longer lists in ``spec.versions``: the API server refuses such an update, and the objects would be unreadable.
+
+    >>> dropped_versions({"status": {"storedVersions": ["v1alpha1", "v1"]}}, {"spec": {"versions": [{"name": "v1"}]}})
+    ['v1alpha1']
+    """
+    stored = ((live or {}).get("status") or {}).get("storedVersions") or []
+    listed = {v.get("name") for v in (new.get("spec") or {}).get("versions") or []}
+    return [v for v in stored if v not in listed]
+
+
+def dropped_problem(live: dict, new: dict, dropped: list[str]) -> str:
+    """What to do before a CRD that drops stored versions can be applied (Kubernetes' storage-version migration)."""
+    name = new["metadata"]["name"]
+    plural = (new.get("spec") or {}).get("names", {}).get("plural") or name.split(".", 1)[0]
+    storage = next((v.get("name") for v in new["spec"].get("versions") or [] if v.get("storage")), None)
+    stored = live["status"]["storedVersions"]
+    return (
+        f"CustomResourceDefinition {name}: the new file no longer lists version(s) {', '.join(dropped)}, as which "
+        f"objects are stored (status.storedVersions: {', '.join(stored)}); applied, they could no longer be read, so "
+        f"no CRD was applied. Migrate them first: with the CRD that serves both, write every {plural} object back "
+        f"(kubectl get {name} -A -o json | kubectl replace -f -) so it is stored as {storage}, then remove "
+        f"{', '.join(dropped)} from the CRD's status.storedVersions (its status subresource), then run again"
+    )

@@ -44,6 +44,21 @@ def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, slee
         for c in _crd_stamps.crds_of(f, files[f])
     ]
     names = [c["metadata"]["name"] for c in crds]
+    # a CRD that drops a version its objects are stored as is refused before any is sent; one read each of those
+    # not among the owner's (a CRD another installer made)
+    by_name = {o["metadata"]["name"]: o for o in live}
+    for c in crds:
+        name = c["metadata"]["name"]
+        current = by_name[name] if name in by_name else client.get_or_none(f"{PATH}/{name}", f"CRD {name}")
+        dropped = _crd_stamps.dropped_versions(current, c)
+        if dropped:
+            return {
+                "changed": False,
+                "applied": [],
+                "files_applied": [],
+                "files_unchanged": sorted(files),
+                "_failed": _crd_stamps.dropped_problem(current, c, dropped),
+            }
     for c in crds:  # every one first as a dry run: a refused CRD leaves the cluster as it was
         _apply(client, c, dry_run=True)
     if not check_mode:

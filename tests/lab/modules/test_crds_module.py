@@ -99,3 +99,33 @@ def test_a_file_that_is_no_crd_fails_naming_it_and_sends_nothing(lab):
     assert res["failed"] is True
     assert "crds/kustomization.yaml" in res["msg"] and "excludes" in res["msg"], res["msg"]
     assert writes(lab, group, mark) == []
+
+
+def test_an_upgrade_that_drops_a_stored_version_is_refused_before_anything_is_sent(lab):
+    """A CRD whose objects are stored as v1alpha1, and a new file that lists v1 alone (an upgrade that drops the old
+    version): the module names v1alpha1 and the migration, and the CRD stays as it was; with v1alpha1 still listed
+    (served, not the storage version) the same upgrade goes through."""
+    group = f"t{uuid.uuid4().hex[:6]}.gangsched.test"
+    name = f"widgets.{group}"
+    old = crd(name)
+    old["spec"]["versions"][0]["name"] = "v1alpha1"
+    kube.apply(lab, [old])
+    kube.wait_for(lambda: "Established" in str(live(lab, name).get("status")), 30, "the old CRD Established")
+    kube.kubectl(lab, "create", "namespace", group[:8])
+    kube.apply(
+        lab, [{"apiVersion": f"{group}/v1alpha1", "kind": "Widget", "metadata": {"name": "w", "namespace": group[:8]}}]
+    )
+    assert live(lab, name)["status"]["storedVersions"] == ["v1alpha1"]
+
+    res = run_module(lab, "crds", {"owner": "o-" + group[:6], "files": {"crds/w.yaml": crd_file(name)}})
+    assert res.get("failed") is True, res
+    assert "no longer lists version(s) v1alpha1" in res["msg"] and "status.storedVersions" in res["msg"], res["msg"]
+    assert [v["name"] for v in live(lab, name)["spec"]["versions"]] == ["v1alpha1"]
+
+    both = crd(name)
+    both["spec"]["versions"].insert(0, {**old["spec"]["versions"][0], "storage": False})
+    text = json.dumps(both)
+    res = run_module(lab, "crds", {"owner": "o-" + group[:6], "files": {"crds/w.yaml": text}})
+    assert res.get("failed") is not True, res.get("msg")
+    assert [v["name"] for v in live(lab, name)["spec"]["versions"]] == ["v1alpha1", "v1"]
+    kube.kubectl(lab, "delete", "namespace", group[:8], "--wait=false")

@@ -130,9 +130,21 @@ def test_not_established_within_the_timeout_fails_naming_it():
 
 
 def test_wait_timeout_zero_does_not_read_again():
+    """No read after the apply: only the one before it, of a CRD not among the owner's (its stored versions)."""
     api = Api()
     run(api, {"f/a.yaml": crd_text("as.x.io")}, wait_timeout=0)
-    assert not [c for c in api.calls if c[0] == "GET"]
+    last_write = max(i for i, c in enumerate(api.calls) if c[0] == "PATCH")
+    assert not [c for c in api.calls[last_write:] if c[0] == "GET"]
+    assert [c for c in api.calls if c[0] == "GET"] == [("GET", "as.x.io")]
+
+
+def test_a_crd_dropping_a_stored_version_is_refused_before_anything_is_sent():
+    old = live("as.x.io", "o", "old")
+    old["status"]["storedVersions"] = ["v0", "v1"]
+    api = Api([old])
+    res = run(api, {"f/a.yaml": crd_text("as.x.io")})
+    assert "no longer lists version(s) v0" in res["_failed"] and res["changed"] is False, res
+    assert api.writes() == []
 
 
 @pytest.mark.parametrize(
@@ -171,3 +183,21 @@ def test_the_apply_body_is_the_one_each_client_version_sends_whole(monkeypatch, 
     assert sent["query"] == {"fieldManager": "gangsched.kubeflow", "force": "true", "dryRun": "All"}
     if kind is bytes:
         assert sent["body"] == b'{"metadata": {"name": "a"}}'
+
+
+def test_a_crd_that_drops_a_stored_version_is_named_with_the_migration():
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _crd_stamps as S
+
+    live = {"status": {"storedVersions": ["v1alpha1", "v1beta1"]}}
+    new = {
+        "metadata": {"name": "podgroups.example.test"},
+        "spec": {"names": {"plural": "podgroups"}, "versions": [{"name": "v1beta1", "storage": True}]},
+    }
+    assert S.dropped_versions(live, new) == ["v1alpha1"]
+    assert S.dropped_versions(None, new) == [] and S.dropped_versions({"status": {}}, new) == []
+    assert S.dropped_versions({"status": {"storedVersions": ["v1beta1"]}}, new) == []
+    msg = S.dropped_problem(live, new, ["v1alpha1"])
+    assert msg.startswith(
+        "CustomResourceDefinition podgroups.example.test: the new file no longer lists version(s) v1alpha1"
+    )
+    assert "stored as v1beta1" in msg and "status.storedVersions" in msg and "no CRD was applied" in msg
