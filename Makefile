@@ -26,13 +26,11 @@ collection: ## the checkout as the collection gangsched.kubeflow (.collections/a
 	ln -sfn ../../.. .collections/ansible_collections/gangsched/kubeflow
 
 # make test's stages in lanes that run side by side, each lane on a lab of its own (tests/lanes.py): the
-# lab tests mostly wait on the cluster, so the lanes share the CPU well; each stage's time is printed. The unit, lab
-# and playbook tests are one pytest run on four workers, each test file given to the next free worker (the playbook
-# files, the longest, first), so no worker idles while another has a queue.
+# lab tests mostly wait on the cluster, so the lanes share the CPU well; each stage's time is printed.
 TEST_LANES = \
-  'pytest=$(PY) -m pytest -q -rfE --durations=20 -n 4 --dist loadfile tests/playbooks tests/lab tests/unit' \
-  'lint-sanity=$(MAKE) --no-print-directory lint sanity; compat=$(PY) tests/compat.py oldest newest; k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33' \
-  'molecule=$(MAKE) --no-print-directory molecule'
+  'unit-lab=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/unit tests/lab; compat=$(PY) tests/compat.py oldest newest' \
+  'lint-sanity=$(MAKE) --no-print-directory lint sanity; playbooks=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/playbooks' \
+  'molecule=$(MAKE) --no-print-directory molecule; k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33'
 
 test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks and every Molecule scenario, in lanes side by side; each stage's time
 	$(PY) tests/lanes.py $(TEST_LANES)

@@ -111,9 +111,9 @@ def test_an_upgrade_that_drops_a_stored_version_is_refused_before_anything_is_se
     old["spec"]["versions"][0]["name"] = "v1alpha1"
     kube.apply(lab, [old])
     kube.wait_for(lambda: "Established" in str(live(lab, name).get("status")), 30, "the old CRD Established")
-    kube.kubectl(lab, "create", "namespace", group[:8])
+    kube.kubectl(lab, "create", "namespace", group[:7])
     kube.apply(
-        lab, [{"apiVersion": f"{group}/v1alpha1", "kind": "Widget", "metadata": {"name": "w", "namespace": group[:8]}}]
+        lab, [{"apiVersion": f"{group}/v1alpha1", "kind": "Widget", "metadata": {"name": "w", "namespace": group[:7]}}]
     )
     assert live(lab, name)["status"]["storedVersions"] == ["v1alpha1"]
 
@@ -128,4 +128,4 @@ def test_an_upgrade_that_drops_a_stored_version_is_refused_before_anything_is_se
     res = run_module(lab, "crds", {"owner": "o-" + group[:6], "files": {"crds/w.yaml": text}})
     assert res.get("failed") is not True, res.get("msg")
     assert [v["name"] for v in live(lab, name)["spec"]["versions"]] == ["v1alpha1", "v1"]
-    kube.kubectl(lab, "delete", "namespace", group[:8], "--wait=false")
+    kube.kubectl(lab, "delete", "namespace", group[:7], "--wait=false")
