@@ -20,7 +20,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _support,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native, _registry
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import (
     _gang_info_gangs,
     _gang_info_job,
@@ -275,7 +275,7 @@ def gather(client, params: dict, now: float) -> dict:
     in_use = _gang_info_gangs.in_use(schedulers, facts)
     native_in_use = native_facts.pop("_in_use", [])
     if native_in_use:
-        in_use["native"] = {"count": len(native_in_use), "objects": native_in_use[: _gang_info_gangs.IN_USE_NAMES]}
+        in_use[_native.PATH.name] = _gang_info_gangs.in_use_entry(native_in_use)
     probs += stalled_problems(pods.waiting(), schedulers, ops)
     probs += _gpu_node_facts.advertised_problems(per_node, params.get("gpu_nodes") or {})
     trainer_facts, trainer_probs = _gang_info_trainer.trainer_info(
@@ -284,7 +284,7 @@ def gather(client, params: dict, now: float) -> dict:
     probs += trainer_probs
     trainer_in_use = (trainer_facts or {}).pop("_in_use", [])
     if trainer_in_use:
-        in_use["trainer"] = {"count": len(trainer_in_use), "objects": trainer_in_use[: _gang_info_gangs.IN_USE_NAMES]}
+        in_use["trainer"] = _gang_info_gangs.in_use_entry(trainer_in_use)
     for o in ops:
         o.pop("_container")
     controllers = (trainer_facts or {}).get("controllers") or []

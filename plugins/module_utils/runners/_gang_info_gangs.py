@@ -75,14 +75,18 @@ def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) 
 IN_USE_NAMES = 20
 
 
+def in_use_entry(objects: list[str]) -> dict:
+    """An entry of gang_info's in_use: how many objects, and the first IN_USE_NAMES of them."""
+    return {"count": len(objects), "objects": objects[:IN_USE_NAMES]}
+
+
 def in_use(schedulers: list[dict], facts: dict) -> dict[str, dict]:
-    """Each gang path's users' objects (GangPath.in_use): {path: {count, objects (IN_USE_NAMES at most)}}, for the
-    paths that have any."""
+    """Each gang path's users' objects (GangPath.in_use) as ``in_use_entry``, for the paths that have any."""
     out = {}
     for p in _registry.PATHS.values():
         objects = p.in_use(schedulers, {**facts, "lists": (facts.get("lists") or {}).get(p.name, {})})
         if objects:
-            out[p.name] = {"count": len(objects), "objects": objects[:IN_USE_NAMES]}
+            out[p.name] = in_use_entry(objects)
     return out
 
 
