@@ -216,7 +216,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m lab", description="Local Kubernetes lab with fake GPU nodes.")
     sub = p.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="build the binaries into the cache (skips what is built)")
-    b.add_argument("only", nargs="*", help=f"units to build (default all): {', '.join(u.name for u in B.UNITS)}")
+    units = ", ".join(B.label(u) for u in B.all_units())
+    b.add_argument("only", nargs="*", help=f"units to build (default all): {units}")
     b.add_argument(
         "--for",
         dest="paths",

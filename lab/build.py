@@ -76,6 +76,27 @@ def _k8s_ldflags(version: str) -> tuple[str, ...]:
     )
 
 
+def _scheduler_plugins(version: str) -> Unit:
+    """scheduler-plugins ``version``'s unit. It reports the Kubernetes release it is built on: component-base derives
+    the emulation version from it, and a v0.x value makes the scheduler refuse to start."""
+    built_on = V.SCHEDULER_PLUGINS_BUILT_ON[version]
+    return Unit(
+        name="scheduler-plugins",
+        module="sigs.k8s.io/scheduler-plugins",
+        version=version,
+        overrides=V.KUBERNETES_OVERRIDES.get(built_on, ()),
+        binaries=(
+            Binary("sp-scheduler", "sigs.k8s.io/scheduler-plugins/cmd/scheduler", _k8s_ldflags(built_on)),
+            Binary("sp-controller", "sigs.k8s.io/scheduler-plugins/cmd/controller", _k8s_ldflags(built_on)),
+        ),
+        artifacts=(
+            ("sigs.k8s.io/scheduler-plugins:manifests/coscheduling", "coscheduling"),
+            ("sigs.k8s.io/scheduler-plugins:manifests/install/charts/as-a-second-scheduler", "chart"),
+            ("sigs.k8s.io/scheduler-plugins:manifests/crds", "crds"),
+        ),
+    )
+
+
 # The checksum database behind this module proxy lacks entries for some of these module versions;
 # their hashes are still pinned by upstream go.sum files where those list them.
 _NOSUM = (("GONOSUMDB", "k8s.io,github.com/NVIDIA"),)
@@ -98,31 +119,7 @@ UNITS: tuple[Unit, ...] = (
             for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
         ),
     ),
-    Unit(
-        name="scheduler-plugins",
-        module="sigs.k8s.io/scheduler-plugins",
-        version=V.SCHEDULER_PLUGINS,
-        overrides=V.KUBERNETES_OVERRIDES.get(V.SCHEDULER_PLUGINS_KUBERNETES, ()),
-        binaries=(
-            # scheduler-plugins reports the Kubernetes release it is built on: component-base derives
-            # the emulation version from it, and a v0.x value makes the scheduler refuse to start
-            Binary(
-                "sp-scheduler",
-                "sigs.k8s.io/scheduler-plugins/cmd/scheduler",
-                _k8s_ldflags(V.SCHEDULER_PLUGINS_KUBERNETES),
-            ),
-            Binary(
-                "sp-controller",
-                "sigs.k8s.io/scheduler-plugins/cmd/controller",
-                _k8s_ldflags(V.SCHEDULER_PLUGINS_KUBERNETES),
-            ),
-        ),
-        artifacts=(
-            ("sigs.k8s.io/scheduler-plugins:manifests/coscheduling", "coscheduling"),
-            ("sigs.k8s.io/scheduler-plugins:manifests/install/charts/as-a-second-scheduler", "chart"),
-            ("sigs.k8s.io/scheduler-plugins:manifests/crds", "crds"),
-        ),
-    ),
+    _scheduler_plugins(V.SCHEDULER_PLUGINS),
     Unit(
         name="kwok",
         module="sigs.k8s.io/kwok",
@@ -281,6 +278,28 @@ UNITS: tuple[Unit, ...] = (
 )
 
 
+def _at(name: str, version: str) -> Unit:
+    """Unit ``name`` at another release (a previous pin)."""
+    if name == "scheduler-plugins":
+        return _scheduler_plugins(version)
+    return dataclasses.replace(next(u for u in UNITS if u.name == name), version=version)
+
+
+# The previous pins' units (versions.PREVIOUS), named ``<unit>@<version>``: the upgrade tests install them first.
+PREVIOUS_UNITS: tuple[Unit, ...] = tuple(
+    _at(n, v) for n, v in V.PREVIOUS.items() if next(u for u in UNITS if u.name == n).version != v
+)
+
+
+def label(unit: Unit) -> str:
+    """How the build names a unit: its name, or ``<name>@<version>`` for a previous pin's."""
+    return unit.name if unit in UNITS else f"{unit.name}@{unit.version}"
+
+
+def all_units() -> tuple[Unit, ...]:
+    return UNITS + PREVIOUS_UNITS
+
+
 # What each path of the lab needs: the base (the control plane, KWOK, helm, the device plugin's chart and the
 # Kubeflow operators site.yml installs) and, per gang path, its own units. ``python -m lab build --for volcano``
 # builds the base and Volcano's units only, so a first `make demo` waits for no other path; `make build` (and so
@@ -299,6 +318,8 @@ PATH_UNITS = {
     "flux": ("flux-source-controller", "flux-kustomize-controller"),
     # not a gang path: the GPU-node harness (python -m lab gpu-node builds them on demand; `make build` too)
     "gpu_node": GPU_NODE_UNITS,
+    # not a gang path: the previous pins the upgrade tests start from
+    "upgrade": tuple(label(u) for u in PREVIOUS_UNITS),
 }
 
 
@@ -312,7 +333,7 @@ def units_for(paths: list[str]) -> list[str]:
     if unknown:
         raise BuildError(f"unknown lab path(s) {', '.join(unknown)}: choose among {', '.join(PATH_UNITS)}")
     wanted = set(BASE_UNITS).union(*(PATH_UNITS[p] for p in paths))
-    return [u.name for u in UNITS if u.name in wanted]
+    return [label(u) for u in all_units() if label(u) in wanted]
 
 
 def built(unit: Unit) -> bool:
@@ -426,30 +447,34 @@ def artifacts_dir(unit: Unit) -> Path:
 
 
 def unit_by_name(name: str) -> Unit:
-    for u in UNITS:
-        if u.name == name:
+    """A unit by its build name: ``kwok``, or a previous pin's ``scheduler-plugins@v0.33.5``."""
+    for u in all_units():
+        if label(u) == name:
             return u
     raise KeyError(name)
 
 
-def binary_where(name: str) -> Path:
+def _unit_of(name: str, version: str | None) -> Unit:
+    """The unit that builds binary ``name``: the one at ``version`` (an image's tag) where one is, else the pinned."""
+    having = [u for u in all_units() if any(b.name == name for b in u.binaries)]
+    if not having:
+        raise KeyError(name)
+    return next((u for u in having if version and u.version == version), having[0])
+
+
+def binary_where(name: str, version: str | None = None) -> Path:
     """Where a binary is, or will be once its unit is built (the lab's inventory names it before that)."""
-    for u in UNITS:
-        if any(b.name == name for b in u.binaries):
-            return bin_dir(u) / name
-    raise KeyError(name)
+    return bin_dir(_unit_of(name, version)) / name
 
 
-def binary_path(name: str) -> Path:
-    """Path of a built binary by its lab name (e.g. ``kube-apiserver``); raises if not built."""
-    for u in UNITS:
-        for b in u.binaries:
-            if b.name == name:
-                p = bin_dir(u) / name
-                if not (bin_dir(u) / ".done").exists() or not p.exists():
-                    raise BuildError(f"{name} is not built (expected {p}); run: python -m lab build")
-                return p
-    raise KeyError(name)
+def binary_path(name: str, version: str | None = None) -> Path:
+    """Path of a built binary by its lab name (e.g. ``kube-apiserver``), of the unit at ``version`` where the lab
+    builds that release (a previous pin's image tag) and the pinned one otherwise; raises if not built."""
+    u = _unit_of(name, version)
+    p = bin_dir(u) / name
+    if not (bin_dir(u) / ".done").exists() or not p.exists():
+        raise BuildError(f"{name} {u.version} is not built (expected {p}); run: python -m lab build {label(u)}")
+    return p
 
 
 def artifact_path(unit_name: str, sub: str) -> Path:
@@ -572,14 +597,15 @@ def build(names: list[str] | None = None, log=print, detail=None) -> dict[str, f
     run and each binary built."""
     if shutil.which("go") is None:
         raise BuildError("go is not on PATH; install Go >= 1.24 (the lab builds Kubernetes from Go modules)")
-    unknown = sorted(set(names or ()) - {u.name for u in UNITS})
+    known = [label(u) for u in all_units()]
+    unknown = sorted(set(names or ()) - set(known))
     if unknown:
-        raise BuildError(f"unknown unit(s) {', '.join(unknown)}: choose among {', '.join(u.name for u in UNITS)}")
-    todo = [u for u in UNITS if not names or u.name in names]
-    cached = [u.name for u in todo if built(u)]
+        raise BuildError(f"unknown unit(s) {', '.join(unknown)}: choose among {', '.join(known)}")
+    todo = [u for u in all_units() if not names or label(u) in names]
+    cached = [label(u) for u in todo if built(u)]
     if cached:
         log(f"[build] cached: {', '.join(cached)}")
-    todo = [u for u in todo if u.name not in cached]
+    todo = [u for u in todo if label(u) not in cached]
     timings = dict.fromkeys(cached, 0.0)
     t_all = time.monotonic()
     fetching = None
@@ -594,10 +620,10 @@ def build(names: list[str] | None = None, log=print, detail=None) -> dict[str, f
             build_unit(unit, detail or (lambda *_: None))
         except BuildError as e:
             raise BuildError(f"{unit.name} {unit.version} did not build: {e}") from e
-        timings[unit.name] = time.monotonic() - t0
-        left = [u.name for u in todo[i:]]
+        timings[label(unit)] = time.monotonic() - t0
+        left = [label(u) for u in todo[i:]]
         log(
-            f"[build {i}/{len(todo)}] {unit.name} {unit.version}: {timings[unit.name]:.0f}s "
+            f"[build {i}/{len(todo)}] {unit.name} {unit.version}: {timings[label(unit)]:.0f}s "
             f"(total {time.monotonic() - t_all:.0f}s; " + (f"left: {', '.join(left)})" if left else "done)")
         )
     return timings

@@ -19,3 +19,10 @@ def repository(image: str) -> str:
 
 def binary_for(image: str) -> str | None:
     return V.IMAGES.get(repository(image))
+
+
+def tag(image: str) -> str | None:
+    """``docker.io/volcanosh/vc-scheduler:v1.10.0`` -> ``v1.10.0``; None without a tag (a digest, or none)."""
+    name = image.split("@", 1)[0]
+    head, sep, tail = name.rpartition(":")
+    return tail if sep and "/" not in tail else None

@@ -25,6 +25,17 @@ def write_facts(lab: Lab) -> Path:
             return str(build.artifacts_dir(build.unit_by_name(unit)) / sub)
         return str(build.artifact_path(unit, sub))
 
+    def previous(unit: str) -> dict:
+        """The role variables' values for a previous pin (versions.PREVIOUS): what an upgrade starts from."""
+        u = build.unit_by_name(unit)
+        name = unit.split("@")[0].replace("-", "_")
+        out = {"version": u.version}
+        if name == "scheduler_plugins":
+            out |= {"chart": art(unit, "chart"), "crds": art(unit, "coscheduling/crd.yaml")}
+        if name in ("trainer", "jobset"):
+            out |= {"crds": art(unit, "crds"), "webhook": art(unit, "webhook")}
+        return out
+
     facts = {
         "kubeconfig": str(lab.kubeconfig),
         "helm": str(build.binary_where("helm")),
@@ -62,6 +73,8 @@ def write_facts(lab: Lab) -> Path:
             "trainer": V.TRAINER,
             "jobset": V.JOBSET,
         },
+        # what the upgrade tests install first: the previous pins, where this Kubernetes release's lab has one
+        "previous": {u.name.replace("-", "_"): previous(build.label(u)) for u in build.PREVIOUS_UNITS},
     }
     lab.inventory_facts.write_text(json.dumps(facts, indent=2) + "\n")
     return lab.inventory_facts

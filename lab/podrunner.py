@@ -242,7 +242,8 @@ class PodRun:
                 "give the component's own binary and flags in command/args",
             )
         rest = command[1:] + args if command else args
-        return [str(build.binary_path(binary))] + [expand(a, env) for a in rest]
+        # the release the image's tag names, where the lab builds more than one (a previous pin, for upgrades)
+        return [str(build.binary_path(binary, images.tag(c["image"])))] + [expand(a, env) for a in rest]
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def start_container(self, ctr: Container) -> None:

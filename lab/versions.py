@@ -33,11 +33,15 @@ def kubernetes_release(wanted: str | None) -> str:
 KUBERNETES = kubernetes_release(os.environ.get("GANGSCHED_LAB_KUBERNETES"))
 KUBERNETES_MINOR = int(KUBERNETES.split(".")[1])
 ETCD = "v3.5.21"
-# scheduler-plugins has no release built on Kubernetes 1.35 or later that the Go module proxy serves (v0.34.7 is
-# the newest it serves); this one, built on 1.33, is what the lab runs on every minor (on 1.37 outside the
-# version-skew policy, accepted as a user would: scheduler_plugins_accept_skew)
-SCHEDULER_PLUGINS = "v0.33.5"
-SCHEDULER_PLUGINS_KUBERNETES = "v1.33.5"  # the Kubernetes release its go.mod builds on
+# scheduler-plugins, by the Kubernetes release the lab runs: the newest release the Go module proxy serves, v0.34.7
+# (built on 1.34; none built on 1.35 or later is served), on 1.37 (there outside the version-skew policy, accepted as a
+# user would: scheduler_plugins_accept_skew); on 1.33, where a scheduler built on 1.34 would be newer than the API
+# server, v0.33.5, the release the role picks for 1.33 too. SCHEDULER_PLUGINS_BUILT_ON: the Kubernetes release each
+# one's go.mod builds on (the version it reports).
+SCHEDULER_PLUGINS_BY_KUBERNETES = {"v1.37.2": "v0.34.7", "v1.33.5": "v0.33.5"}
+SCHEDULER_PLUGINS = SCHEDULER_PLUGINS_BY_KUBERNETES[KUBERNETES]
+SCHEDULER_PLUGINS_BUILT_ON = {"v0.34.7": "v1.34.7", "v0.33.5": "v1.33.5"}
+SCHEDULER_PLUGINS_KUBERNETES = SCHEDULER_PLUGINS_BUILT_ON[SCHEDULER_PLUGINS]
 KWOK = "v0.7.0"
 # v1.10.0 is the newest Volcano release the Go module proxy serves (v1.11+ are refused there).
 VOLCANO = "v1.10.0"
@@ -58,9 +62,13 @@ RUNC = "v1.3.3"
 # written where the lab's tests and the smoke test's proof look for one.
 KOORDINATOR = "v1.6.1"
 # Kubeflow Trainer v2 (TrainJob, (Cluster)TrainingRuntime) and the JobSet controller it creates
-# JobSets for (Trainer v2.2.0's go.mod requires this JobSet release).
-TRAINER = "v2.2.0"
-JOBSET = "v0.11.1"
+# JobSets for (Trainer v2.3.0's go.mod requires this JobSet release; both built on Kubernetes 1.36).
+TRAINER = "v2.3.0"
+JOBSET = "v0.12.0"
+# The pins before these, by lab unit: what a role installed before its bump to the pins above, and what the upgrade
+# tests install first (`make build` builds them too). None where this Kubernetes release runs that pin already
+# (scheduler-plugins on 1.33).
+PREVIOUS = {"scheduler-plugins": "v0.33.5", "trainer": "v2.2.0", "jobset": "v0.11.1"}
 # Flux's source-controller and kustomize-controller (python -m lab flux), released together. v1.10.x do not build
 # with the lab's Go; source-controller v1.9.6 asks for github.com/fluxcd/pkg/artifact v0.18.3, which the module
 # proxy refuses, so v0.18.1 (FLUX_OVERRIDES) stands in.
@@ -97,9 +105,24 @@ SCRIPTS = {
     "volcanosh/vc-webhook-manager": {"gen-admission-secret.sh": "lab.certgen"},
 }
 
-# Staging modules of a Kubernetes release that the Go module proxy refuses to serve; the previous patch release,
-# which it does serve, is used instead (binaries still report the release). 1.37.2's are all served.
+# Staging modules of a Kubernetes release that the Go module proxy refuses to serve; the newest patch release of
+# theirs it does serve is used instead (binaries still report the release). 1.37.2's are all served.
 KUBERNETES_OVERRIDES = {
+    # scheduler-plugins v0.34.7's
+    "v1.34.7": tuple(
+        (f"k8s.io/{m}", "v0.34.5")
+        for m in (
+            "cri-api",
+            "cri-client",
+            "csi-translation-lib",
+            "endpointslice",
+            "externaljwt",
+            "kube-aggregator",
+            "kube-controller-manager",
+            "kube-proxy",
+            "pod-security-admission",
+        )
+    ),
     "v1.33.5": (
         ("k8s.io/cri-client", "v0.33.4"),
         ("k8s.io/endpointslice", "v0.33.4"),

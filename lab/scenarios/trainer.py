@@ -181,7 +181,7 @@ def jobset_webhooks() -> list[dict]:
 
 
 def jobset_rbac() -> list[dict]:
-    """JobSet's rights, ours: the calls of its v0.11.1 controllers and webhooks (its kubebuilder
+    """JobSet's rights, ours: the calls of its v0.11 and v0.12 controllers and webhooks (its kubebuilder
     markers narrowed to the verbs the code calls; leader election off, so no leases or configmaps).
     Besides upstream's role: pods/status update, which the pod controller makes (a DisruptionTarget
     condition) before deleting a pod that violates exclusive placement. No wildcard."""
@@ -203,8 +203,9 @@ def jobset_rbac() -> list[dict]:
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ro},
         # volumeClaimPolicies: PVCs created from a JobSet's templates (the webhook reads existing ones)
         {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "verbs": ro + ["create"]},
-        # controller-runtime v0.22's recorder writes core/v1 events
+        # controller-runtime v0.22's recorder writes core/v1 events (v0.11), v0.12's events.k8s.io/v1 events
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]},
         *_webhook_rules(JOBSET_WEBHOOKS),
     ]
     return [

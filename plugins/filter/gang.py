@@ -39,6 +39,13 @@ def _fail(e: Exception):
     raise AnsibleFilterError(str(getattr(e, "msg", e))) from e
 
 
+def newer_running(support: list, component: str, wanted: str) -> list:
+    """What installing ``wanted`` of ``component`` would downgrade, from gang_info's ``support``."""
+    if not isinstance(support, list) or not isinstance(component, str) or not isinstance(wanted, str):
+        raise AnsibleFilterError("newer_running takes gang_info's support (a list), a component and a release")
+    return _support.newer_running(support, component, wanted)
+
+
 def manifest_filename(obj: dict) -> str:
     """``<kind>-<namespace>-<name>.yaml`` (cluster-scoped: ``<kind>-<name>.yaml``), lower case, safe."""
     try:
@@ -373,4 +380,5 @@ class FilterModule:
             "condition_true": condition_true,
             "gang_slots": gang_slots,
             "device_plugin_ready": device_plugin_ready,
+            "newer_running": newer_running,
         }

@@ -96,7 +96,33 @@ def test_units_for_a_path_are_the_base_and_its_own_in_build_order():
     both = build.units_for(["koordinator", "trainer"])
     assert {"koordinator", "trainer", "jobset"} <= set(both) and "volcano" not in both
     # every unit belongs to the base or to a path: `make build` and the paths together build the same set
-    assert set(build.units_for(list(build.PATH_UNITS))) == {u.name for u in build.UNITS}
+    assert set(build.units_for(list(build.PATH_UNITS))) == {build.label(u) for u in build.all_units()}
+
+
+def test_a_previous_pin_is_a_unit_of_its_own_and_the_runner_runs_the_build_of_the_images_tag():
+    """versions.PREVIOUS: what the upgrade tests install first, each built as ``<unit>@<version>`` beside the pinned
+    one (the same cache entry as where that release is the pin: scheduler-plugins v0.33.5 on 1.33)."""
+    for name, version in versions.PREVIOUS.items():
+        pinned = build.unit_by_name(name)
+        if pinned.version == version:
+            continue
+        prev = build.unit_by_name(f"{name}@{version}")
+        assert prev.version == version and prev.module == pinned.module and prev.key != pinned.key
+        assert f"{name}@{version}" in build.units_for(["upgrade"])
+        for b in prev.binaries:
+            assert build.binary_where(b.name, version).parent == build.bin_dir(prev)
+            # an image of the pinned release, or of a tag the lab does not build: the pinned build
+            assert build.binary_where(b.name, pinned.version).parent == build.bin_dir(pinned)
+            assert build.binary_where(b.name, "v9.9.9").parent == build.bin_dir(pinned)
+    sp = (
+        build.unit_by_name("scheduler-plugins@v0.33.5")
+        if "scheduler-plugins@v0.33.5" in build.units_for(["upgrade"])
+        else build.unit_by_name("scheduler-plugins")
+    )
+    # reports the Kubernetes release it is built on
+    assert "-X k8s.io/component-base/version.gitVersion=v1.33.5" in sp.binaries[0].ldflags
+    with pytest.raises(KeyError):
+        build.unit_by_name("scheduler-plugins@v0.1.0")
 
 
 def test_every_gang_path_and_trainer_has_a_demo_build_of_its_own_units():

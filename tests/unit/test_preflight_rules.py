@@ -272,16 +272,21 @@ CASES = {
 }
 
 
-def _base(tmp_path, role: str) -> dict:
-    """What the defaults leave to the user: scheduler-plugins' local chart (no repository publishes it), the
-    operators' CRD sources."""
+def _newest_scheduler_plugins() -> str:
+    """The release the role picks in render-only mode: the newest of those it proves."""
+    role_vars = yaml.safe_load((REPO / "roles/scheduler_plugins/vars/main.yml").read_text())
+    releases = role_vars["_scheduler_plugins_releases"]
+    return releases[max(releases)]
+
+
+def _base(tmp_path, role: str, chart_version: str | None = None) -> dict:
+    """What the defaults leave to the user: scheduler-plugins' local chart (no repository publishes it) of the release
+    the run picks (``chart_version``, else the newest), the operators' CRD sources."""
     if role == "scheduler_plugins":
         chart = tmp_path / "chart"
         chart.mkdir(exist_ok=True)
-        version = yaml.safe_load((REPO / "roles/scheduler_plugins/defaults/main.yml").read_text())
-        (chart / "Chart.yaml").write_text(
-            f"apiVersion: v2\nname: sp\nversion: {version['scheduler_plugins_version']}\n"
-        )
+        version = chart_version or _newest_scheduler_plugins()
+        (chart / "Chart.yaml").write_text(f"apiVersion: v2\nname: sp\nversion: {version}\n")
         return {"scheduler_plugins_chart_ref": str(chart)}
     if role == "kubeflow_gang":
         crds = tmp_path / "crds.yaml"
@@ -296,8 +301,8 @@ def _base(tmp_path, role: str) -> dict:
     return {}
 
 
-def _run(tmp_path, role: str, variables: dict) -> dict:
-    variables = {**_base(tmp_path, role), **variables}
+def _run(tmp_path, role: str, variables: dict, chart_version: str | None = None) -> dict:
+    variables = {**_base(tmp_path, role, chart_version), **variables}
     play = tmp_path / "play.yml"
     play.write_text(PLAY.format(role=role))
     extra = tmp_path / "vars.json"
@@ -340,18 +345,27 @@ def test_one_run_names_every_broken_rule(tmp_path, role, case):
 
 
 @pytest.mark.parametrize(
-    ("cluster", "accept", "message"),
+    ("cluster", "version", "accept", "message"),
     [
-        ("v1.33.5", False, None),
-        ("v1.34.1", False, None),  # one minor newer API server: within the policy
-        ("v1.35.4", False, "Set scheduler_plugins_version to a 0.35.x or 0.34.x release, or use Volcano"),
-        ("v1.37.2", False, "No scheduler-plugins release is built on Kubernetes 1.35 or later: use Volcano"),
-        ("v1.32.9", False, "Set scheduler_plugins_version to a 0.32.x or 0.31.x release"),  # the scheduler newer
-        ("v1.37.2", True, None),
+        # scheduler_plugins_version empty: the newest release not newer than the cluster
+        ("v1.33.5", "", False, None),  # 0.33.5
+        ("v1.34.1", "", False, None),  # 0.34.7
+        ("v1.35.4", "", False, None),  # 0.34.7, one minor older: within the policy
+        ("v1.36.0", "", False, "No scheduler-plugins release is built on Kubernetes 1.35 or later: use Volcano"),
+        ("v1.37.2", "", False, "No scheduler-plugins release is built on Kubernetes 1.35 or later: use Volcano"),
+        ("v1.32.9", "", False, "Set scheduler_plugins_version to a 0.32.x or 0.31.x release"),  # 0.33.5: newer
+        ("v1.37.2", "", True, None),
+        # a release asked for
+        ("v1.34.1", "0.33.5", False, None),  # one minor newer API server: within the policy
+        ("v1.35.4", "0.33.5", False, "Set scheduler_plugins_version to a 0.35.x or 0.34.x release, or use Volcano"),
+        ("v1.33.5", "0.34.7", False, "Set scheduler_plugins_version to a 0.33.x or 0.32.x release"),  # newer
     ],
 )
-def test_scheduler_plugins_outside_the_skew_policy_is_refused_unless_accepted(tmp_path, cluster, accept, message):
+def test_scheduler_plugins_outside_the_skew_policy_is_refused_unless_accepted(
+    tmp_path, cluster, version, accept, message
+):
     """The cluster rule, with the cluster's version given as site.yml gives it (gangsched_cluster_info)."""
+    picked = version or {"v1.32.9": "0.33.5", "v1.33.5": "0.33.5"}.get(cluster, "0.34.7")
     data = _run(
         tmp_path,
         "scheduler_plugins",
@@ -359,7 +373,9 @@ def test_scheduler_plugins_outside_the_skew_policy_is_refused_unless_accepted(tm
             "gangsched_render_only": False,
             "gangsched_cluster_info": {"kubernetes_version": cluster},
             "scheduler_plugins_accept_skew": accept,
+            "scheduler_plugins_version": version,
         },
+        chart_version=picked,
     )
     failed = [(name, h["msg"]) for name, h in _tasks(data) if h.get("failed")]
     if message is None:
@@ -367,5 +383,38 @@ def test_scheduler_plugins_outside_the_skew_policy_is_refused_unless_accepted(tm
         return
     ((name, msg),) = failed
     assert "version-skew policy" in name, name
-    assert f"scheduler_plugins_version=0.33.5 is built on Kubernetes 1.33 and the cluster runs {cluster}" in msg, msg
+    assert f"scheduler-plugins {picked}" in msg and f"and the cluster runs {cluster}" in msg, msg
+    assert ("(the newest release the collection proves" in msg) == (not version), msg
     assert message in msg and "scheduler_plugins_accept_skew: true" in msg, msg
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_scheduler_plugins_older_than_the_one_that_runs_is_refused_unless_allowed(tmp_path, allow):
+    """A downgrade: the running release comes from gang_info's support (the image tag), as site.yml reads it."""
+    running = {
+        "component": "scheduler_plugins",
+        "version": "v0.34.7",
+        "where": "Deployment scheduler-plugins/scheduler-plugins-scheduler",
+    }
+    data = _run(
+        tmp_path,
+        "scheduler_plugins",
+        {
+            "gangsched_render_only": False,
+            "gangsched_cluster_info": {"kubernetes_version": "v1.34.1", "support": [running]},
+            "scheduler_plugins_version": "0.33.5",
+            "scheduler_plugins_allow_downgrade": allow,
+        },
+        chart_version="0.33.5",
+    )
+    tasks = _tasks(data)
+    failed = [(name, h["msg"]) for name, h in tasks if h.get("failed")]
+    said = [h.get("msg", "") for name, h in tasks if "Downgrade | going back" in name and not h.get("skipped")]
+    if allow:
+        assert failed == [] and tasks[-1][0] == "After the preflight", failed
+        assert said and "goes back from scheduler_plugins v0.34.7" in said[0], said
+        return
+    ((name, msg),) = failed
+    assert msg.startswith("Nothing was changed: scheduler_plugins_version=0.33.5 would downgrade"), msg
+    assert "scheduler_plugins v0.34.7 (Deployment scheduler-plugins/scheduler-plugins-scheduler)" in msg, msg
+    assert "Set scheduler_plugins_version to 0.34.7 or newer, or scheduler_plugins_allow_downgrade=true" in msg, msg

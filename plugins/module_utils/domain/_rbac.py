@@ -159,10 +159,10 @@ def _trainer(gang: str) -> list[dict]:
     ]
 
 
-# JobSet v0.11's controllers and webhooks, whichever scheduler the pods name (leader election off): status and
-# TTL deletes of JobSets, their Jobs and headless Services, exclusive placement (pods marked and deleted, the
-# leader's node read), PVCs from volumeClaimPolicies, core events. Its cert rotator's Secret and webhook
-# configurations are name-limited rights its install grants.
+# JobSet v0.11's and v0.12's controllers and webhooks, whichever scheduler the pods name (leader election off): status
+# and TTL deletes of JobSets, their Jobs and headless Services, exclusive placement (pods marked and deleted, the
+# leader's node read), PVCs from volumeClaimPolicies, events (v0.11 through the core API, v0.12 through
+# events.k8s.io). Its cert rotator's Secret and webhook configurations are name-limited rights its install grants.
 _JOBSET = [
     _r("jobset.x-k8s.io", ["jobsets"], RO + ["delete"]),
     _r("jobset.x-k8s.io", ["jobsets/status"], ["get", "update"]),
@@ -175,6 +175,7 @@ _JOBSET = [
     _r("", ["nodes"], RO),
     _r("", ["persistentvolumeclaims"], RO + ["create"]),
     _r("", ["events"], ["create", "patch", "update"]),
+    _r("events.k8s.io", ["events"], ["create", "patch", "update"]),
 ]
 for _gang in OPS:
     RULES[("trainer", _gang)] = _trainer(_gang)

@@ -101,3 +101,28 @@ def of_cluster(schedulers: list[dict], ops: list[dict], trainers: list[dict], ku
     return out + [
         standing("trainer", f"Deployment {c['deployment']}", c.get("version"), kube_version) for c in trainers
     ]
+
+
+def _release(version: str | None) -> tuple[int, ...] | None:
+    m = re.match(r"v?(\d+)\.(\d+)\.(\d+)$", version or "")
+    return tuple(int(g) for g in m.groups()) if m else None
+
+
+def newer_running(support: list[dict], component: str, wanted: str) -> list[dict]:
+    """The entries of gang_info's ``support`` for ``component`` whose running release (an X.Y.Z tag) is newer than
+    ``wanted``: what installing ``wanted`` would downgrade, each with a ``text`` naming it and where it runs.
+
+    >>> running = [{"component": "trainer", "version": "v2.3.0", "where": "Deployment kubeflow-system/t"}]
+    >>> [e["text"] for e in newer_running(running, "trainer", "2.2.0")]
+    ['trainer v2.3.0 (Deployment kubeflow-system/t)']
+    >>> newer_running(running, "trainer", "v2.3.0"), newer_running(running, "volcano", "1.0.0")
+    ([], [])
+    """
+    want = _release(wanted)
+    if want is None:
+        return []
+    return [
+        {"version": s["version"], "where": s["where"], "text": f"{component} {s['version']} ({s['where']})"}
+        for s in support or ()
+        if s.get("component") == component and (_release(s.get("version")) or ()) > want
+    ]

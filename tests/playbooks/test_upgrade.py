@@ -1,0 +1,184 @@
+"""The collection's own upgrade, in place, on a fresh lab: site.yml with the previous pins (scheduler-plugins v0.33.5 as
+the second scheduler, Kubeflow Trainer v2.2.0 and JobSet v0.11.1, each from its own build of that release), users'
+jobs on it (a gang running, a gang held whole, a gang copy of a runtime and a TrainJob on it), then site.yml with only
+the version variables back at their defaults. Check mode shows the upgrade and writes nothing; the upgrade keeps
+every user object (the same uid), the running gang's pods (the same uid, still bound), the held gang wholly held, the
+operator's gang flag; the lab then runs the new releases' binaries and the smoke test proves them. Asking for the
+previous pins again is refused as a downgrade, before any change."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+import seeds
+from ansible_run import module, playbook, run_module
+from kubernetes import client as k
+
+from lab import kube, scenarios
+from lab import versions as V
+
+pytestmark = pytest.mark.timeout(2400)
+
+PATH = {"gangsched_gang_scheduler": "scheduler_plugins", "gangsched_trainer": True}
+SP_API = ("scheduling.x-k8s.io", "v1alpha1")
+TRAINER_API = ("trainer.kubeflow.org", "v1alpha1")
+DEPLOYMENTS = {
+    "scheduler_plugins": ("scheduler-plugins", "scheduler-plugins-scheduler"),
+    "trainer": ("kubeflow-system", "kubeflow-trainer-controller-manager"),
+    "jobset": ("jobset-system", "jobset-controller-manager"),
+}
+# the lab unit of each component's binary (the runner runs the build of the image's tag)
+UNITS = {"scheduler_plugins": "scheduler-plugins", "trainer": "trainer", "jobset": "jobset"}
+
+
+def _previous(lab) -> dict:
+    """The role variables of the previous pins, from the lab's inventory facts: each release and its own files."""
+    prev = json.loads(Path(lab.inventory_facts).read_text())["previous"]
+    if not {"scheduler_plugins", "trainer", "jobset"} <= set(prev):
+        pytest.skip(f"this lab's Kubernetes release has no previous pins to upgrade from: {sorted(prev)}")
+    sp, tr, js = prev["scheduler_plugins"], prev["trainer"], prev["jobset"]
+    return {
+        "scheduler_plugins_version": sp["version"].lstrip("v"),
+        "scheduler_plugins_chart_ref": sp["chart"],
+        "scheduler_plugins_crd_src": sp["crds"],
+        "trainer_version": tr["version"].lstrip("v"),
+        "trainer_crd_src": tr["crds"],
+        "trainer_webhook_src": tr["webhook"],
+        "trainer_jobset_version": js["version"].lstrip("v"),
+        "trainer_jobset_crd_src": js["crds"],
+        "trainer_jobset_webhook_src": js["webhook"],
+    }
+
+
+def _tags(lab) -> dict[str, str]:
+    apps = k.AppsV1Api(kube.api(lab))
+    out = {}
+    for comp, (ns, name) in DEPLOYMENTS.items():
+        image = apps.read_namespaced_deployment(name, ns).spec.template.spec.containers[0].image
+        out[comp] = image.rsplit(":", 1)[1]
+    return out
+
+
+def _running_builds(lab) -> dict[str, set[str]]:
+    """The releases of the components' binaries this lab's runner pods run now, from their processes' executables (the
+    lab's cache keeps each build under ``<unit>-<version>-<recipe>``)."""
+    out: dict[str, set[str]] = {c: set() for c in UNITS}
+    for name, st in lab.status().items():
+        if not name.startswith("pod/") or not st["up"]:
+            continue
+        try:
+            argv0 = Path(f"/proc/{st['pid']}/cmdline").read_bytes().split(b"\0", 1)[0].decode()
+        except OSError:
+            continue
+        build_dir = Path(argv0).parent.name
+        for comp, unit in UNITS.items():
+            rest = build_dir[len(unit) + 1 :] if build_dir.startswith(unit + "-v") else ""
+            if rest:
+                out[comp].add(rest.split("-")[0])
+    return out
+
+
+def _uids(lab, ns: str) -> dict[str, str]:
+    """The users' objects an upgrade must keep, by kind/name: their uids."""
+    co, core = k.CustomObjectsApi(kube.api(lab)), k.CoreV1Api(kube.api(lab))
+    out = {}
+    for pg in co.list_namespaced_custom_object(*SP_API, ns, "podgroups")["items"]:
+        out[f"PodGroup/{pg['metadata']['name']}"] = pg["metadata"]["uid"]
+    for tj in co.list_namespaced_custom_object(*TRAINER_API, ns, "trainjobs")["items"]:
+        out[f"TrainJob/{tj['metadata']['name']}"] = tj["metadata"]["uid"]
+    for rt in co.list_cluster_custom_object(*TRAINER_API, "clustertrainingruntimes")["items"]:
+        out[f"ClusterTrainingRuntime/{rt['metadata']['name']}"] = rt["metadata"]["uid"]
+    for p in core.list_namespaced_pod(ns).items:
+        out[f"Pod/{p.metadata.name}"] = p.metadata.uid
+    return out
+
+
+def test_upgrade_from_the_previous_pins_keeps_every_job_and_proves_the_new_releases(lab):
+    previous = _previous(lab)
+    installed = playbook(lab, "site", "--skip-tags", "smoke", **PATH, **previous)
+    assert installed.rc == 0, installed.failures()
+    before = _tags(lab)
+    assert before == {
+        "scheduler_plugins": f"v{previous['scheduler_plugins_version']}",
+        "trainer": f"v{previous['trainer_version']}",
+        "jobset": f"v{previous['trainer_jobset_version']}",
+    }, before
+    assert _running_builds(lab) == {c: {t} for c, t in before.items()}, _running_builds(lab)
+
+    # the users' jobs: a gang running (2 GPUs of 4), one held whole (3 GPUs wanted, 2 free), a gang copy of a stock
+    # runtime and a TrainJob on it, suspended
+    core = k.CoreV1Api(kube.api(lab))
+    ns = f"team-{uuid.uuid4().hex[:6]}"
+    kube.ensure_namespace(core, ns)
+    kube.apply(lab, [scenarios.stock_training_runtime("torch-stock")])
+    made = run_module(
+        lab,
+        "trainer_runtime_gang",
+        {"name": "torch-stock", "gang_name": "torch-stock-gang", "gang_scheduler": "scheduler_plugins"},
+    )
+    assert made.get("failed") is not True and made["changed"] is True, made.get("msg")
+    later = scenarios.trainjob(ns, "later", "torch-stock-gang", 2)
+    later["spec"]["suspend"] = True
+    try:
+        with seeds.Jobs(lab, ns) as jobs:
+            jobs.submit(scenarios.tfjob(ns, "running", workers=2))
+            running = jobs.wait("running", running=3)
+            jobs.submit(scenarios.tfjob(ns, "held", workers=3))
+            jobs.held("held", 4, "scheduler_plugins")
+            kube.apply(lab, [later])
+            kept = _uids(lab, ns)
+            assert {"PodGroup/running", "PodGroup/held", "TrainJob/later"} <= set(kept), kept
+            assert "ClusterTrainingRuntime/torch-stock-gang" in kept, kept
+
+            # check mode shows the upgrade and writes nothing
+            checked = playbook(lab, "site", "--skip-tags", "smoke", check=True, **PATH)
+            assert checked.rc == 0, checked.failures()
+            assert checked.changed(), "check mode showed no change for an upgrade"
+            assert _tags(lab) == before
+
+            upgraded = playbook(lab, "site", **PATH)
+            assert upgraded.rc == 0, upgraded.failures()
+            after = _tags(lab)
+            assert after == {
+                "scheduler_plugins": V.SCHEDULER_PLUGINS,
+                "trainer": V.TRAINER,
+                "jobset": V.JOBSET,
+            }, after
+            assert _running_builds(lab) == {c: {t} for c, t in after.items()}, _running_builds(lab)
+            # the smoke test proved the new releases, for pods and for a TrainJob: the fitting gangs', then the others'
+            assert upgraded.verdicts() == ["gang_held_running"] * 2 + ["gang_held_pending"] * 2, upgraded.verdicts()
+
+            # nothing of the users' lost or made again; the running gang runs on, the held one is still held whole
+            now = _uids(lab, ns)
+            assert {n: now.get(n) for n in kept} == kept, now
+            st = jobs.state("running")
+            assert st["running"] == running["running"] and st["pending"] == [], st
+            held = jobs.state("held")
+            assert held["ever_bound"] == [] and held["running"] == [], held
+            # the operator's gang flag kept, Trainer's gang copy already what the new release takes
+            dep = k.AppsV1Api(kube.api(lab)).read_namespaced_deployment("training-operator", "kubeflow")
+            flags = [a for a in dep.spec.template.spec.containers[0].command if a.startswith("--gang-scheduler-name")]
+            assert flags == ["--gang-scheduler-name=scheduler-plugins-scheduler"], flags
+            again = run_module(
+                lab,
+                "trainer_runtime_gang",
+                {"name": "torch-stock", "gang_name": "torch-stock-gang", "gang_scheduler": "scheduler_plugins"},
+            )
+            assert again.get("failed") is not True and again["changed"] is False, again
+
+            info = module(lab, "gang_info")
+            versions = {s["component"]: s["version"] for s in info["support"]}
+            assert versions["scheduler_plugins"] == V.SCHEDULER_PLUGINS and versions["trainer"] == V.TRAINER, versions
+
+            # the previous pins again: a downgrade, refused before any change
+            back = playbook(lab, "site", "--skip-tags", "smoke", **PATH, **previous)
+            assert back.rc != 0
+            msg = back.failures()
+            assert f"scheduler_plugins_version={previous['scheduler_plugins_version']} would downgrade" in msg, msg
+            assert "scheduler_plugins_allow_downgrade=true" in msg, msg
+            assert back.changed() == [] and _tags(lab) == after, back.changed()
+    finally:
+        kube.delete_namespace(core, ns, timeout=120)
