@@ -53,22 +53,23 @@ NVIDIA_DEVICE_PLUGIN = "v0.17.3"
 # device plugin above registering with it
 CONTAINERD = "v2.1.4"
 RUNC = "v1.3.3"
-# koord-scheduler. Not v1.7.0: its Coscheduling preBind writes an invalid label value
-# (``.../bind-gang-group-id=<ns>/<name>``), so no gang member is ever bound (v1.7.1 and v1.7.2 are
-# refused by the Go module proxy). Not v1.8.0 yet: it needs resource.k8s.io/v1 (Kubernetes >= 1.34) and
-# waits forever on 1.33; on 1.37 it builds (about 5 min) and binds seed 003's gang once its role may patch pods
-# (its DefaultPreBind applies Coscheduling's pod patch), but of a gang with min-available 1 it never tries the pod
-# left over (Coscheduling's PreEnqueue holds every pod but its gang group's representative), so no refusal is
-# written where the lab's tests and the smoke test's proof look for one.
-KOORDINATOR = "v1.6.1"
+# koord-scheduler, by the Kubernetes release the lab runs: v1.8.0 (built on 1.35; the newest the Go module proxy
+# serves) where it runs, on 1.34 and later (it needs resource.k8s.io/v1 and waits forever without it); v1.6.1 on 1.33,
+# the release the role picks there too. Not v1.7.0: its Coscheduling preBind writes an invalid label value
+# (``.../bind-gang-group-id=<ns>/<name>``), so no gang member is ever bound (v1.7.1 and v1.7.2 are refused by the Go
+# module proxy). v1.8.0 applies Coscheduling's pod patch in its DefaultPreBind (its role may patch pods), and of a gang
+# with fewer members than min-available it tries its gang group's representative only (Coscheduling's PreEnqueue holds
+# the others), so the refusal is written on that one.
+KOORDINATOR_BY_KUBERNETES = {"v1.37.2": "v1.8.0", "v1.33.5": "v1.6.1"}
+KOORDINATOR = KOORDINATOR_BY_KUBERNETES[KUBERNETES]
 # Kubeflow Trainer v2 (TrainJob, (Cluster)TrainingRuntime) and the JobSet controller it creates
 # JobSets for (Trainer v2.3.0's go.mod requires this JobSet release; both built on Kubernetes 1.36).
 TRAINER = "v2.3.0"
 JOBSET = "v0.12.0"
 # The pins before these, by lab unit: what a role installed before its bump to the pins above, and what the upgrade
 # tests install first (`make build` builds them too). None where this Kubernetes release runs that pin already
-# (scheduler-plugins on 1.33).
-PREVIOUS = {"scheduler-plugins": "v0.33.5", "trainer": "v2.2.0", "jobset": "v0.11.1"}
+# (scheduler-plugins and Koordinator on 1.33).
+PREVIOUS = {"scheduler-plugins": "v0.33.5", "koordinator": "v1.6.1", "trainer": "v2.2.0", "jobset": "v0.11.1"}
 # Flux's source-controller and kustomize-controller (python -m lab flux), released together. v1.10.x do not build
 # with the lab's Go; source-controller v1.9.6 asks for github.com/fluxcd/pkg/artifact v0.18.3, which the module
 # proxy refuses, so v0.18.1 (FLUX_OVERRIDES) stands in.

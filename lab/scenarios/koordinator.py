@@ -29,14 +29,16 @@ def koord_rbac() -> list[dict]:
     """koord-scheduler's RBAC for a gang-only profile: system:kube-scheduler, system:volume-scheduler,
     extension-apiserver-authentication-reader, and a role of our own in place of upstream's
     config/rbac/scheduler_role.yaml (all verbs on all resources of five API groups, and CRDs):
-    the informers' reads of the three CRDs it needs, and the patch its PodGroup controller makes to
-    the status of a PodGroup object (the old group's, when a user creates one). No wildcard."""
+    the informers' reads of the three CRDs it needs, the patch its PodGroup controller makes to
+    the status of a PodGroup object (the old group's, when a user creates one), and v1.8's pod patch before
+    binding (its DefaultPreBind applies Coscheduling's). No wildcard."""
     ro = ["get", "list", "watch"]
     role = _role(
         "lab-koord-scheduler",
         [
             {"apiGroups": ["scheduling.sigs.k8s.io"], "resources": ["podgroups"], "verbs": ro + ["patch"]},
             {"apiGroups": ["scheduling.koordinator.sh"], "resources": ["reservations", "devices"], "verbs": ro},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
         ],
     )
     return [

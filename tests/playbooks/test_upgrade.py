@@ -9,6 +9,7 @@ previous pins again is refused as a downgrade, before any change."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
 
@@ -62,10 +63,10 @@ def _tags(lab) -> dict[str, str]:
     return out
 
 
-def _running_builds(lab) -> dict[str, set[str]]:
+def _running_builds(lab, units: dict[str, str] = UNITS) -> dict[str, set[str]]:
     """The releases of the components' binaries this lab's runner pods run now, from their processes' executables (the
-    lab's cache keeps each build under ``<unit>-<version>-<recipe>``)."""
-    out: dict[str, set[str]] = {c: set() for c in UNITS}
+    lab's cache keeps each build under ``<unit>-<version>-<recipe>``), by component (``units``: component -> unit)."""
+    out: dict[str, set[str]] = {c: set() for c in units}
     for name, st in lab.status().items():
         if not name.startswith("pod/") or not st["up"]:
             continue
@@ -74,7 +75,7 @@ def _running_builds(lab) -> dict[str, set[str]]:
         except OSError:
             continue
         build_dir = Path(argv0).parent.name
-        for comp, unit in UNITS.items():
+        for comp, unit in units.items():
             rest = build_dir[len(unit) + 1 :] if build_dir.startswith(unit + "-v") else ""
             if rest:
                 out[comp].add(rest.split("-")[0])
@@ -180,5 +181,67 @@ def test_upgrade_from_the_previous_pins_keeps_every_job_and_proves_the_new_relea
             assert f"scheduler_plugins_version={previous['scheduler_plugins_version']} would downgrade" in msg, msg
             assert "scheduler_plugins_allow_downgrade=true" in msg, msg
             assert back.changed() == [] and _tags(lab) == after, back.changed()
+    finally:
+        kube.delete_namespace(core, ns, timeout=120)
+
+
+def _pods(lab, ns: str) -> dict[str, dict]:
+    core = k.CoreV1Api(kube.api(lab))
+    return {
+        p.metadata.name: {"uid": p.metadata.uid, "node": p.spec.node_name, "phase": p.status.phase}
+        for p in core.list_namespaced_pod(ns).items
+    }
+
+
+def test_koord_scheduler_upgraded_in_place_keeps_label_gangs_and_proves_the_new_release(lab):
+    """koord-scheduler v1.6.1 (the previous pin) to v1.8.0 on the same lab (the second scheduler of scheduler-plugins
+    beside it, as the test before left it): a label gang running and one held whole keep their pods, the held one
+    never bound; the smoke test proves v1.8.0."""
+    prev = json.loads(Path(lab.inventory_facts).read_text())["previous"].get("koordinator")
+    if prev is None:
+        pytest.skip("this lab's Kubernetes release runs the previous koord-scheduler pin already")
+    path = {"gangsched_gang_scheduler": "koordinator"}
+    previous = {"koordinator_version": prev["version"].lstrip("v"), "koordinator_crd_src": prev["crds"]}
+    installed = playbook(lab, "site", "--skip-tags", "smoke", **path, **previous)
+    assert installed.rc == 0, installed.failures()
+    apps = k.AppsV1Api(kube.api(lab))
+
+    def tag() -> str:
+        dep = apps.read_namespaced_deployment("koord-scheduler", "koordinator-system")
+        return dep.spec.template.spec.containers[0].image.rsplit(":", 1)[1]
+
+    def builds() -> set[str]:
+        return _running_builds(lab, {"koordinator": "koordinator"})["koordinator"]
+
+    assert tag() == prev["version"] and builds() == {prev["version"]}, (tag(), builds())
+
+    core = k.CoreV1Api(kube.api(lab))
+    ns = f"team-{uuid.uuid4().hex[:6]}"
+    kube.ensure_namespace(core, ns)
+    try:
+        kube.apply(lab, scenarios.koord_gang(ns, "running", 2, 2))
+        kube.wait_for(
+            lambda: [p for p in _pods(lab, ns).values() if p["phase"] == "Running"] if len(_pods(lab, ns)) == 2 else [],
+            90,
+            "the running gang's 2 pods Running",
+        )
+        kube.apply(lab, scenarios.koord_gang(ns, "held", 3, 3))
+        time.sleep(seeds.HOLD)
+        kept = _pods(lab, ns)
+        held = {n: p for n, p in kept.items() if n.startswith("held-")}
+        assert len(held) == 3 and all(p["node"] is None for p in held.values()), held
+
+        upgraded = playbook(lab, "site", **path)
+        assert upgraded.rc == 0, upgraded.failures()
+        assert tag() == V.KOORDINATOR and builds() == {V.KOORDINATOR}, (tag(), builds())
+        assert upgraded.verdicts() == ["gang_held_running", "gang_held_pending"], upgraded.verdicts()
+        now = _pods(lab, ns)
+        assert {n: p["uid"] for n, p in now.items()} == {n: p["uid"] for n, p in kept.items()}, now
+        assert all(p["phase"] == "Running" for n, p in now.items() if n.startswith("running-")), now
+        assert all(p["node"] is None for n, p in now.items() if n.startswith("held-")), now
+
+        back = playbook(lab, "site", "--skip-tags", "smoke", **path, **previous)
+        assert back.rc != 0 and f"koordinator_version={prev['version'].lstrip('v')} would downgrade" in back.failures()
+        assert back.changed() == [] and tag() == V.KOORDINATOR, back.changed()
     finally:
         kube.delete_namespace(core, ns, timeout=120)

@@ -418,3 +418,36 @@ def test_scheduler_plugins_older_than_the_one_that_runs_is_refused_unless_allowe
     assert msg.startswith("Nothing was changed: scheduler_plugins_version=0.33.5 would downgrade"), msg
     assert "scheduler_plugins v0.34.7 (Deployment scheduler-plugins/scheduler-plugins-scheduler)" in msg, msg
     assert "Set scheduler_plugins_version to 0.34.7 or newer, or scheduler_plugins_allow_downgrade=true" in msg, msg
+
+
+@pytest.mark.parametrize(
+    ("cluster", "version", "running", "message"),
+    [
+        # koordinator_version empty: 1.8.0 where it runs (1.34 and later), 1.6.1 below
+        ("v1.37.2", "", None, None),
+        ("v1.33.5", "", None, None),
+        ("v1.33.5", "1.8.0", None, "koordinator_version=1.8.0 needs resource.k8s.io/v1"),
+        # a downgrade of what runs, refused before any change
+        ("v1.37.2", "1.6.1", "v1.8.0", "Nothing was changed: koordinator_version=1.6.1 would downgrade koordinator"),
+        ("v1.37.2", "", "v1.6.1", None),  # the upgrade
+    ],
+)
+def test_koordinator_release_for_the_clusters_minor_and_no_downgrade(tmp_path, cluster, version, running, message):
+    support = [
+        {"component": "koordinator", "version": running, "where": "Deployment koordinator-system/koord-scheduler"}
+    ]
+    data = _run(
+        tmp_path,
+        "koordinator",
+        {
+            "gangsched_render_only": False,
+            "gangsched_cluster_info": {"kubernetes_version": cluster, "support": support if running else []},
+            "koordinator_version": version,
+        },
+    )
+    failed = [(name, h["msg"]) for name, h in _tasks(data) if h.get("failed")]
+    if message is None:
+        assert failed == [] and _tasks(data)[-1][0] == "After the preflight", failed
+        return
+    ((_name, msg),) = failed
+    assert message in msg, msg

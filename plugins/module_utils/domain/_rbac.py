@@ -118,11 +118,12 @@ RULES: dict[tuple[str, str], list[dict]] = {
     ],
     # koord-scheduler with a gang-only profile, on top of system:kube-scheduler, system:volume-scheduler and
     # extension-apiserver-authentication-reader (its install binds those): the informers of the three CRDs
-    # it needs at start, and the status patch its PodGroup controller makes (checked on the lab: every
-    # call its ServiceAccount made, 0 denials)
+    # it needs at start, the status patch its PodGroup controller makes, and (v1.8) the pod patch its DefaultPreBind
+    # applies for Coscheduling before binding (checked on the lab: every call its ServiceAccount made, 0 denials)
     ("koord_scheduler", "koordinator"): [
         _r(KOORD, ["podgroups"], RO + ["patch"]),
         _r("scheduling.koordinator.sh", ["reservations", "devices"], RO),
+        _r("", ["pods"], ["patch"]),
     ],
 }
 

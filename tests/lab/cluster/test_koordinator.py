@@ -18,6 +18,7 @@ import pytest
 from kubernetes import client as k
 
 from lab import build, kube, nodes, scenarios
+from lab import versions as V
 
 NS = scenarios.KOORD_NS
 USER = f"system:serviceaccount:{NS}:{scenarios.KOORD_NAME}"
@@ -134,8 +135,13 @@ def test_min_available_1_starts_4_of_5(koord, core, ns):
         with kube.PodWatcher(koord, ns, "app=loose") as w:
             kube.apply(koord, scenarios.koord_gang(ns, "loose", 5, min_available=1))
             kube.wait_for(lambda: len(w.snapshot().running()) == 4, 30, "4 pods Running")
-            _wait_refused(core, ns, "app=loose", 1)
-            time.sleep(2)
+            if V.KOORDINATOR == "v1.6.1":
+                _wait_refused(core, ns, "app=loose", 1)
+                time.sleep(2)
+            else:
+                # v1.8.0 tries a gang group's representative only (Coscheduling's PreEnqueue holds the others): the
+                # fifth pod is left untried, never bound, and nothing is written on it
+                time.sleep(HOLD)
             s = w.snapshot()
         assert len(s.running()) == 4, s.latest
         assert len(s.pending()) == 1, s.latest
@@ -150,6 +156,7 @@ def test_no_call_of_koord_scheduler_is_refused(koord):
     seen = {(e["verb"], e["objectRef"].get("resource")) for e in events if e.get("objectRef")}
     # its own token, not the lab's admin: the informers of its CRDs and the core ones list as this user
     for resource in ("pods", "nodes", "podgroups", "reservations", "devices"):
-        assert ("list", resource) in seen, sorted(seen)
+        # a list (v1.6.1), or a watch that sends the initial objects (v1.8.0: client-go's watch-list)
+        assert ("list", resource) in seen or ("watch", resource) in seen, sorted(seen)
     denied = koord.audit_events(user=USER, code=403)
     assert denied == [], [(e["verb"], e["requestURI"], e["responseStatus"].get("message")) for e in denied]
