@@ -459,7 +459,7 @@ def _unit_of(name: str, version: str | None) -> Unit:
     having = [u for u in all_units() if any(b.name == name for b in u.binaries)]
     if not having:
         raise KeyError(name)
-    return next((u for u in having if version and u.version == version), having[0])
+    return next((u for u in having if version and u.version.lstrip("v") == version.lstrip("v")), having[0])
 
 
 def binary_where(name: str, version: str | None = None) -> Path:

@@ -46,7 +46,9 @@ KWOK = "v0.7.0"
 # v1.10.0 is the newest Volcano release the Go module proxy serves (v1.11+ are refused there).
 VOLCANO = "v1.10.0"
 TRAINING_OPERATOR = "v1.8.1"
-MPI_OPERATOR = "v0.6.0"
+# mpi-operator: v0.8.0, the newest the Go module proxy serves (built on Kubernetes 1.35; the same --gang-scheduling
+# flag, MPIJob kubeflow.org/v2beta1 and rights as v0.6.0, which it replaces)
+MPI_OPERATOR = "v0.8.0"
 HELM = "v3.18.6"
 NVIDIA_DEVICE_PLUGIN = "v0.17.3"
 # The GPU-node harness (python -m lab gpu-node): a real kubelet (of KUBERNETES) on containerd and runc, the
@@ -69,7 +71,13 @@ JOBSET = "v0.12.0"
 # The pins before these, by lab unit: what a role installed before its bump to the pins above, and what the upgrade
 # tests install first (`make build` builds them too). None where this Kubernetes release runs that pin already
 # (scheduler-plugins and Koordinator on 1.33).
-PREVIOUS = {"scheduler-plugins": "v0.33.5", "koordinator": "v1.6.1", "trainer": "v2.2.0", "jobset": "v0.11.1"}
+PREVIOUS = {
+    "scheduler-plugins": "v0.33.5",
+    "mpi-operator": "v0.6.0",
+    "koordinator": "v1.6.1",
+    "trainer": "v2.2.0",
+    "jobset": "v0.11.1",
+}
 # Flux's source-controller and kustomize-controller (python -m lab flux), released together. v1.10.x do not build
 # with the lab's Go; source-controller v1.9.6 asks for github.com/fluxcd/pkg/artifact v0.18.3, which the module
 # proxy refuses, so v0.18.1 (FLUX_OVERRIDES) stands in.

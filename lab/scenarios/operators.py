@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import kube
+from .. import versions as V
 from ..cluster import Lab
 from ._common import _ALL, _crb, _deployment, _ns, _role, _sa, crds, wait_crds_established, wait_deployment
 
@@ -102,7 +103,8 @@ def mpi_operator(gang_flag: str | None = "--gang-scheduling=volcano") -> list[di
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": _ALL},
     ]
     args = ["-alsologtostderr", "--lock-namespace=mpi-operator"] + ([gang_flag] if gang_flag else [])
-    dep = _deployment(MPI_NS, "mpi-operator", "mpi-operator", "mpioperator/mpi-operator:0.6.0", args)
+    image = f"mpioperator/mpi-operator:{V.MPI_OPERATOR.lstrip('v')}"
+    dep = _deployment(MPI_NS, "mpi-operator", "mpi-operator", image, args)
     return [
         _ns(MPI_NS),
         _sa(MPI_NS, "mpi-operator"),

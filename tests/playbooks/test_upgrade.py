@@ -1,10 +1,11 @@
 """The collection's own upgrade, in place, on a fresh lab: site.yml with the previous pins (scheduler-plugins v0.33.5 as
-the second scheduler, Kubeflow Trainer v2.2.0 and JobSet v0.11.1, each from its own build of that release), users'
-jobs on it (a gang running, a gang held whole, a gang copy of a runtime and a TrainJob on it), then site.yml with only
-the version variables back at their defaults. Check mode shows the upgrade and writes nothing; the upgrade keeps
-every user object (the same uid), the running gang's pods (the same uid, still bound), the held gang wholly held, the
-operator's gang flag; the lab then runs the new releases' binaries and the smoke test proves them. Asking for the
-previous pins again is refused as a downgrade, before any change."""
+the second scheduler, mpi-operator v0.6.0, Kubeflow Trainer v2.2.0 and JobSet v0.11.1, each from its own build of that
+release), users' jobs on it (an MPIJob gang running, a TFJob gang held whole, a gang copy of a runtime and a TrainJob on
+it), then site.yml with only the version variables back at their defaults. Check mode shows the upgrade and writes
+nothing; the upgrade keeps every user object (the same uid), the running gang's pods (the same uid, still bound), the
+held gang wholly held, the operators' gang flags; the lab then runs the new releases' binaries and the smoke test
+proves them. Asking for the previous pins again is refused as a downgrade, before any change. Then the same for
+koord-scheduler and its label gangs."""
 
 from __future__ import annotations
 
@@ -30,18 +31,26 @@ DEPLOYMENTS = {
     "scheduler_plugins": ("scheduler-plugins", "scheduler-plugins-scheduler"),
     "trainer": ("kubeflow-system", "kubeflow-trainer-controller-manager"),
     "jobset": ("jobset-system", "jobset-controller-manager"),
+    "mpi_operator": ("mpi-operator", "mpi-operator"),
 }
 # the lab unit of each component's binary (the runner runs the build of the image's tag)
-UNITS = {"scheduler_plugins": "scheduler-plugins", "trainer": "trainer", "jobset": "jobset"}
+UNITS = {
+    "scheduler_plugins": "scheduler-plugins",
+    "trainer": "trainer",
+    "jobset": "jobset",
+    "mpi_operator": "mpi-operator",
+}
 
 
 def _previous(lab) -> dict:
     """The role variables of the previous pins, from the lab's inventory facts: each release and its own files."""
     prev = json.loads(Path(lab.inventory_facts).read_text())["previous"]
-    if not {"scheduler_plugins", "trainer", "jobset"} <= set(prev):
+    if not {"scheduler_plugins", "trainer", "jobset", "mpi_operator"} <= set(prev):
         pytest.skip(f"this lab's Kubernetes release has no previous pins to upgrade from: {sorted(prev)}")
-    sp, tr, js = prev["scheduler_plugins"], prev["trainer"], prev["jobset"]
+    sp, tr, js, mpi = prev["scheduler_plugins"], prev["trainer"], prev["jobset"], prev["mpi_operator"]
     return {
+        "kubeflow_gang_mpi_operator_image": f"mpioperator/mpi-operator:{mpi['version'].lstrip('v')}",
+        "kubeflow_gang_mpi_operator_crd_src": mpi["crds"],
         "scheduler_plugins_version": sp["version"].lstrip("v"),
         "scheduler_plugins_chart_ref": sp["chart"],
         "scheduler_plugins_crd_src": sp["crds"],
@@ -59,7 +68,8 @@ def _tags(lab) -> dict[str, str]:
     out = {}
     for comp, (ns, name) in DEPLOYMENTS.items():
         image = apps.read_namespaced_deployment(name, ns).spec.template.spec.containers[0].image
-        out[comp] = image.rsplit(":", 1)[1]
+        tag = image.rsplit(":", 1)[1]
+        out[comp] = tag if tag.startswith("v") else f"v{tag}"
     return out
 
 
@@ -106,11 +116,12 @@ def test_upgrade_from_the_previous_pins_keeps_every_job_and_proves_the_new_relea
         "scheduler_plugins": f"v{previous['scheduler_plugins_version']}",
         "trainer": f"v{previous['trainer_version']}",
         "jobset": f"v{previous['trainer_jobset_version']}",
+        "mpi_operator": "v" + previous["kubeflow_gang_mpi_operator_image"].rsplit(":", 1)[1],
     }, before
     assert _running_builds(lab) == {c: {t} for c, t in before.items()}, _running_builds(lab)
 
-    # the users' jobs: a gang running (2 GPUs of 4), one held whole (3 GPUs wanted, 2 free), a gang copy of a stock
-    # runtime and a TrainJob on it, suspended
+    # the users' jobs: an MPIJob gang running (its launcher and 2 workers, 2 GPUs of 4), a TFJob gang held whole (3 GPUs
+    # wanted, 2 free), a gang copy of a stock runtime and a TrainJob on it, suspended
     core = k.CoreV1Api(kube.api(lab))
     ns = f"team-{uuid.uuid4().hex[:6]}"
     kube.ensure_namespace(core, ns)
@@ -125,7 +136,7 @@ def test_upgrade_from_the_previous_pins_keeps_every_job_and_proves_the_new_relea
     later["spec"]["suspend"] = True
     try:
         with seeds.Jobs(lab, ns) as jobs:
-            jobs.submit(scenarios.tfjob(ns, "running", workers=2))
+            jobs.submit(scenarios.mpijob(ns, "running", workers=2))
             running = jobs.wait("running", running=3)
             jobs.submit(scenarios.tfjob(ns, "held", workers=3))
             jobs.held("held", 4, "scheduler_plugins")
@@ -147,6 +158,7 @@ def test_upgrade_from_the_previous_pins_keeps_every_job_and_proves_the_new_relea
                 "scheduler_plugins": V.SCHEDULER_PLUGINS,
                 "trainer": V.TRAINER,
                 "jobset": V.JOBSET,
+                "mpi_operator": V.MPI_OPERATOR,
             }, after
             assert _running_builds(lab) == {c: {t} for c, t in after.items()}, _running_builds(lab)
             # the smoke test proved the new releases, for pods and for a TrainJob: the fitting gangs', then the others'
@@ -159,10 +171,14 @@ def test_upgrade_from_the_previous_pins_keeps_every_job_and_proves_the_new_relea
             assert st["running"] == running["running"] and st["pending"] == [], st
             held = jobs.state("held")
             assert held["ever_bound"] == [] and held["running"] == [], held
-            # the operator's gang flag kept, Trainer's gang copy already what the new release takes
-            dep = k.AppsV1Api(kube.api(lab)).read_namespaced_deployment("training-operator", "kubeflow")
-            flags = [a for a in dep.spec.template.spec.containers[0].command if a.startswith("--gang-scheduler-name")]
+            # the operators' gang flags kept, Trainer's gang copy already what the new release takes
+            apps = k.AppsV1Api(kube.api(lab))
+            dep = apps.read_namespaced_deployment("training-operator", "kubeflow").spec.template.spec.containers[0]
+            flags = [a for a in dep.command if a.startswith("--gang-scheduler-name")]
             assert flags == ["--gang-scheduler-name=scheduler-plugins-scheduler"], flags
+            mpi = apps.read_namespaced_deployment("mpi-operator", "mpi-operator").spec.template.spec.containers[0]
+            flags = [a for a in (mpi.command or []) + (mpi.args or []) if a.startswith("--gang-scheduling")]
+            assert flags == ["--gang-scheduling=scheduler-plugins-scheduler"], flags
             again = run_module(
                 lab,
                 "trainer_runtime_gang",

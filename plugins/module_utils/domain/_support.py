@@ -26,7 +26,10 @@ SUPPORT = {
         ("v1.8", 35, 36, STATED, "built on Kubernetes 1.35; kube-scheduler version-skew policy"),
     ),
     "training_operator": (("v1.8", 25, None, STATED, "training-operator v1.8.1 README: 'Version >= 1.25'"),),
-    "mpi_operator": (("v0.6", 31, 31, BUILT_ON, "no range stated upstream; go.mod k8s.io/api v0.31.1"),),
+    "mpi_operator": (
+        ("v0.6", 31, 31, BUILT_ON, "no range stated upstream; go.mod k8s.io/api v0.31.1"),
+        ("v0.8", 35, 35, BUILT_ON, "no range stated upstream; go.mod k8s.io/api v0.35.1"),
+    ),
     "trainer": (
         ("v2.2", 35, 35, BUILT_ON, "no range stated upstream; go.mod k8s.io/api v0.35.2"),
         ("v2.3", 36, 36, BUILT_ON, "no range stated upstream; built on Kubernetes 1.36"),
