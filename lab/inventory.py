@@ -32,6 +32,8 @@ def write_facts(lab: Lab) -> Path:
         out = {"version": u.version}
         if name == "scheduler_plugins":
             out |= {"chart": art(unit, "chart"), "crds": art(unit, "coscheduling/crd.yaml")}
+        if name == "nvidia_device_plugin":
+            out |= {"chart": art(unit, "chart")}
         if name == "mpi_operator":
             out |= {"crds": art(unit, "manifests/kubeflow.org_mpijobs.yaml")}
         if name == "koordinator":

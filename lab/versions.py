@@ -50,7 +50,9 @@ TRAINING_OPERATOR = "v1.8.1"
 # flag, MPIJob kubeflow.org/v2beta1 and rights as v0.6.0, which it replaces)
 MPI_OPERATOR = "v0.8.0"
 HELM = "v3.18.6"
-NVIDIA_DEVICE_PLUGIN = "v0.17.3"
+# the device plugin: v0.19.0, the newest the Go module proxy serves (v0.18.1 fails its checksum); v0.17.3 before, the
+# release that met a real H100 on the GPU-node harness
+NVIDIA_DEVICE_PLUGIN = "v0.19.0"
 # The GPU-node harness (python -m lab gpu-node): a real kubelet (of KUBERNETES) on containerd and runc, the
 # device plugin above registering with it
 CONTAINERD = "v2.1.4"
@@ -74,6 +76,7 @@ JOBSET = "v0.12.0"
 PREVIOUS = {
     "scheduler-plugins": "v0.33.5",
     "mpi-operator": "v0.6.0",
+    "nvidia-device-plugin": "v0.17.3",
     "koordinator": "v1.6.1",
     "trainer": "v2.2.0",
     "jobset": "v0.11.1",

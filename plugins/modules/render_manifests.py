@@ -139,7 +139,7 @@ EXAMPLES = r"""
     chart:
       chart_ref: nvidia-device-plugin
       chart_repo_url: https://nvidia.github.io/k8s-device-plugin
-      chart_version: 0.17.3
+      chart_version: 0.19.0
       release_name: nvidia-device-plugin
       release_namespace: nvidia-device-plugin
       release_values:

@@ -1,11 +1,11 @@
-"""The collection's own upgrade, in place, on a fresh lab: site.yml with the previous pins (scheduler-plugins v0.33.5 as
-the second scheduler, mpi-operator v0.6.0, Kubeflow Trainer v2.2.0 and JobSet v0.11.1, each from its own build of that
-release), users' jobs on it (an MPIJob gang running, a TFJob gang held whole, a gang copy of a runtime and a TrainJob on
-it), then site.yml with only the version variables back at their defaults. Check mode shows the upgrade and writes
-nothing; the upgrade keeps every user object (the same uid), the running gang's pods (the same uid, still bound), the
-held gang wholly held, the operators' gang flags; the lab then runs the new releases' binaries and the smoke test
-proves them. Asking for the previous pins again is refused as a downgrade, before any change. Then the same for
-koord-scheduler and its label gangs."""
+"""The collection's own upgrade, in place, on a fresh lab: site.yml with the previous pins (the device plugin's chart
+v0.17.3, scheduler-plugins v0.33.5 as the second scheduler, mpi-operator v0.6.0, Kubeflow Trainer v2.2.0 and JobSet
+v0.11.1, each from its own build of that release), users' jobs on it (an MPIJob gang running, a TFJob gang held whole, a
+gang copy of a runtime and a TrainJob on it), then site.yml with only the version variables back at their defaults.
+Check mode shows the upgrade and writes nothing; the upgrade keeps every user object (the same uid), the running gang's
+pods (the same uid, still bound), the held gang wholly held, the operators' gang flags; the lab then runs the new
+releases' binaries and the smoke test proves them. Asking for the previous pins again is refused as a downgrade, before
+any change. Then the same for koord-scheduler and its label gangs."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ DEPLOYMENTS = {
     "jobset": ("jobset-system", "jobset-controller-manager"),
     "mpi_operator": ("mpi-operator", "mpi-operator"),
 }
+DAEMONSETS = {"nvidia_device_plugin": ("nvidia-device-plugin", "nvidia-device-plugin")}
 # the lab unit of each component's binary (the runner runs the build of the image's tag)
 UNITS = {
     "scheduler_plugins": "scheduler-plugins",
@@ -45,10 +46,13 @@ UNITS = {
 def _previous(lab) -> dict:
     """The role variables of the previous pins, from the lab's inventory facts: each release and its own files."""
     prev = json.loads(Path(lab.inventory_facts).read_text())["previous"]
-    if not {"scheduler_plugins", "trainer", "jobset", "mpi_operator"} <= set(prev):
+    if not {"scheduler_plugins", "trainer", "jobset", "mpi_operator", "nvidia_device_plugin"} <= set(prev):
         pytest.skip(f"this lab's Kubernetes release has no previous pins to upgrade from: {sorted(prev)}")
     sp, tr, js, mpi = prev["scheduler_plugins"], prev["trainer"], prev["jobset"], prev["mpi_operator"]
+    dp = prev["nvidia_device_plugin"]
     return {
+        "gpu_device_plugin_version": dp["version"].lstrip("v"),
+        "gpu_device_plugin_chart_ref": dp["chart"],
         "kubeflow_gang_mpi_operator_image": f"mpioperator/mpi-operator:{mpi['version'].lstrip('v')}",
         "kubeflow_gang_mpi_operator_crd_src": mpi["crds"],
         "scheduler_plugins_version": sp["version"].lstrip("v"),
@@ -66,8 +70,10 @@ def _previous(lab) -> dict:
 def _tags(lab) -> dict[str, str]:
     apps = k.AppsV1Api(kube.api(lab))
     out = {}
-    for comp, (ns, name) in DEPLOYMENTS.items():
-        image = apps.read_namespaced_deployment(name, ns).spec.template.spec.containers[0].image
+    objects = [(c, apps.read_namespaced_deployment(n, ns)) for c, (ns, n) in DEPLOYMENTS.items()]
+    objects += [(c, apps.read_namespaced_daemon_set(n, ns)) for c, (ns, n) in DAEMONSETS.items()]
+    for comp, obj in objects:
+        image = obj.spec.template.spec.containers[0].image
         tag = image.rsplit(":", 1)[1]
         out[comp] = tag if tag.startswith("v") else f"v{tag}"
     return out
@@ -117,8 +123,10 @@ def test_upgrade_from_the_previous_pins_keeps_every_job_and_proves_the_new_relea
         "trainer": f"v{previous['trainer_version']}",
         "jobset": f"v{previous['trainer_jobset_version']}",
         "mpi_operator": "v" + previous["kubeflow_gang_mpi_operator_image"].rsplit(":", 1)[1],
+        "nvidia_device_plugin": f"v{previous['gpu_device_plugin_version']}",
     }, before
-    assert _running_builds(lab) == {c: {t} for c, t in before.items()}, _running_builds(lab)
+    # the runner runs each component's build of its image's tag (the device plugin's pods are KWOK's: its GPUs are)
+    assert _running_builds(lab) == {c: {t} for c, t in before.items() if c in UNITS}, _running_builds(lab)
 
     # the users' jobs: an MPIJob gang running (its launcher and 2 workers, 2 GPUs of 4), a TFJob gang held whole (3 GPUs
     # wanted, 2 free), a gang copy of a stock runtime and a TrainJob on it, suspended
@@ -159,8 +167,9 @@ def test_upgrade_from_the_previous_pins_keeps_every_job_and_proves_the_new_relea
                 "trainer": V.TRAINER,
                 "jobset": V.JOBSET,
                 "mpi_operator": V.MPI_OPERATOR,
+                "nvidia_device_plugin": V.NVIDIA_DEVICE_PLUGIN,
             }, after
-            assert _running_builds(lab) == {c: {t} for c, t in after.items()}, _running_builds(lab)
+            assert _running_builds(lab) == {c: {t} for c, t in after.items() if c in UNITS}, _running_builds(lab)
             # the smoke test proved the new releases, for pods and for a TrainJob: the fitting gangs', then the others'
             assert upgraded.verdicts() == ["gang_held_running"] * 2 + ["gang_held_pending"] * 2, upgraded.verdicts()
 

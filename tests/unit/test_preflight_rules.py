@@ -451,3 +451,25 @@ def test_koordinator_release_for_the_clusters_minor_and_no_downgrade(tmp_path, c
         return
     ((_name, msg),) = failed
     assert message in msg, msg
+
+
+@pytest.mark.parametrize("image", ["mpioperator/mpi-operator:0.6.0", "mpioperator/mpi-operator:0.8.0"])
+def test_an_operator_older_than_the_one_that_runs_is_refused(tmp_path, image):
+    """mpi-operator 0.8.0 runs (gang_info's support, from its image tag): 0.6.0 is a downgrade, 0.8.0 is not."""
+    running = {"component": "mpi_operator", "version": "0.8.0", "where": "Deployment mpi-operator/mpi-operator"}
+    data = _run(
+        tmp_path,
+        "kubeflow_gang",
+        {
+            "gangsched_render_only": False,
+            "gangsched_cluster_info": {"kubernetes_version": "v1.37.2", "support": [running]},
+            "kubeflow_gang_mpi_operator_image": image,
+        },
+    )
+    failed = [(name, h.get("msg")) for name, h in _tasks(data) if h.get("failed")]
+    if image.endswith("0.8.0"):
+        assert failed == [] and _tasks(data)[-1][0] == "After the preflight", failed
+        return
+    ((_name, msg),) = failed
+    assert "the tag of kubeflow_gang_mpi_operator_image=0.6.0 would downgrade mpi_operator 0.8.0" in msg, msg
+    assert "kubeflow_gang_allow_downgrade=true" in msg, msg
