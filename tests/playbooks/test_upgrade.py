@@ -270,3 +270,74 @@ def test_koord_scheduler_upgraded_in_place_keeps_label_gangs_and_proves_the_new_
         assert back.changed() == [] and tag() == V.KOORDINATOR, back.changed()
     finally:
         kube.delete_namespace(core, ns, timeout=120)
+
+
+VC_API = ("scheduling.volcano.sh", "v1beta1")
+
+
+def test_on_the_volcano_path_the_upgrade_keeps_queues_podgroups_and_gangs(lab):
+    """The Volcano path on the same lab: site.yml with Volcano (v1.10.0, the newest release served here, so the same
+    before and after) and the previous pins of what upgrades under it (the device plugin's chart, mpi-operator: going
+    back to them is a downgrade, asked for and named), a user's Queue, an MPIJob gang running in it and a TFJob gang
+    held whole; then site.yml at the defaults. The Queue, the PodGroups and the running pods keep their uids, the held
+    gang is never bound, both verdicts."""
+    previous = {k_: v for k_, v in _previous(lab).items() if k_.startswith(("gpu_device_plugin", "kubeflow_gang"))}
+    path = {"gangsched_gang_scheduler": "volcano"}
+    back = playbook(lab, "site", "--skip-tags", "smoke", kubeflow_gang_allow_downgrade=True, **path, **previous)
+    assert back.rc == 0, back.failures()
+    named = [
+        h.get("msg", "")
+        for play in back.data["plays"]
+        for t in play["tasks"]
+        if "Downgrade | going back" in t["task"]["name"]
+        for h in t["hosts"].values()
+        if not h.get("skipped")
+    ]
+    assert any("goes back from mpi_operator 0.8.0" in m for m in named), named
+    before = _tags(lab)
+    assert before["mpi_operator"] == "v0.6.0" and before["nvidia_device_plugin"] == "v0.17.3", before
+
+    core, co = k.CoreV1Api(kube.api(lab)), k.CustomObjectsApi(kube.api(lab))
+    ns = f"team-{uuid.uuid4().hex[:6]}"
+    kube.ensure_namespace(core, ns)
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": ns},
+        "spec": {"weight": 1},
+    }
+    try:
+        kube.apply(lab, [queue])
+        with seeds.Jobs(lab, ns) as jobs:
+            running_job = scenarios.mpijob(ns, "running", workers=2)
+            held_job = scenarios.tfjob(ns, "held", workers=3)
+            for job in (running_job, held_job):
+                job["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": ns}
+            jobs.submit(running_job)
+            running = jobs.wait("running", running=3)
+            jobs.submit(held_job)
+            jobs.held("held", 4, "volcano")
+            pgs = co.list_namespaced_custom_object(*VC_API, ns, "podgroups")["items"]
+            kept = {f"PodGroup/{p['metadata']['name']}": p["metadata"]["uid"] for p in pgs}
+            kept |= {n: u for n, u in _uids(lab, ns).items() if n.startswith("Pod/")}
+            kept["Queue"] = co.get_cluster_custom_object(*VC_API, "queues", ns)["metadata"]["uid"]
+            assert len(pgs) == 2, pgs
+
+            upgraded = playbook(lab, "site", **path)
+            assert upgraded.rc == 0, upgraded.failures()
+            after = _tags(lab)
+            assert after["mpi_operator"] == V.MPI_OPERATOR, after
+            assert after["nvidia_device_plugin"] == V.NVIDIA_DEVICE_PLUGIN, after
+            assert upgraded.verdicts() == ["gang_held_running", "gang_held_pending"], upgraded.verdicts()
+            pgs = co.list_namespaced_custom_object(*VC_API, ns, "podgroups")["items"]
+            now = {f"PodGroup/{p['metadata']['name']}": p["metadata"]["uid"] for p in pgs}
+            now |= {n: u for n, u in _uids(lab, ns).items() if n.startswith("Pod/")}
+            now["Queue"] = co.get_cluster_custom_object(*VC_API, "queues", ns)["metadata"]["uid"]
+            assert now == kept, (now, kept)
+            st = jobs.state("running")
+            assert st["running"] == running["running"] and st["pending"] == [], st
+            held = jobs.state("held")
+            assert held["ever_bound"] == [] and held["running"] == [], held
+    finally:
+        kube.delete_namespace(core, ns, timeout=120)
+        co.delete_cluster_custom_object(*VC_API, "queues", ns)
