@@ -115,6 +115,17 @@ class Run:
             for h in task["hosts"].values()
         ]
 
+    def messages(self, part: str) -> list[str]:
+        """The ``msg`` of every task that ran (not skipped) whose name holds ``part``."""
+        return [
+            h.get("msg", "")
+            for play in self.data["plays"]
+            for task in play["tasks"]
+            if part in task["task"]["name"]
+            for h in task["hosts"].values()
+            if not h.get("skipped")
+        ]
+
     def verdicts(self) -> list[str]:
         """The smoke test role's verdicts in this run, the fitting gang's first."""
         return [

@@ -201,14 +201,7 @@ def _users_native_gang(lab) -> list[str]:
 
 
 def _named_when_going_on(run) -> list[str]:
-    return [
-        h.get("msg", "")
-        for play in run.data["plays"]
-        for task in play["tasks"]
-        if "In use | going on as asked" in task["task"]["name"]
-        for h in task["hosts"].values()
-        if not h.get("skipped")
-    ]
+    return run.messages("In use | going on as asked")
 
 
 def test_uninstall_refuses_while_a_users_native_gang_runs(lab):

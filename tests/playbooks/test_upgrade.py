@@ -285,14 +285,7 @@ def test_on_the_volcano_path_the_upgrade_keeps_queues_podgroups_and_gangs(lab):
     path = {"gangsched_gang_scheduler": "volcano"}
     back = playbook(lab, "site", "--skip-tags", "smoke", kubeflow_gang_allow_downgrade=True, **path, **previous)
     assert back.rc == 0, back.failures()
-    named = [
-        h.get("msg", "")
-        for play in back.data["plays"]
-        for t in play["tasks"]
-        if "Downgrade | going back" in t["task"]["name"]
-        for h in t["hosts"].values()
-        if not h.get("skipped")
-    ]
+    named = back.messages("Downgrade | going back")
     assert any("goes back from mpi_operator 0.8.0" in m for m in named), named
     before = _tags(lab)
     assert before["mpi_operator"] == "v0.6.0" and before["nvidia_device_plugin"] == "v0.17.3", before
