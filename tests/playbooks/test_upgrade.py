@@ -283,10 +283,12 @@ def test_on_the_volcano_path_the_upgrade_keeps_queues_podgroups_and_gangs(lab):
     gang is never bound, both verdicts."""
     previous = {k_: v for k_, v in _previous(lab).items() if k_.startswith(("gpu_device_plugin", "kubeflow_gang"))}
     path = {"gangsched_gang_scheduler": "volcano"}
-    back = playbook(lab, "site", "--skip-tags", "smoke", kubeflow_gang_allow_downgrade=True, **path, **previous)
+    allow = {"kubeflow_gang_allow_downgrade": True, "gpu_device_plugin_allow_downgrade": True}
+    back = playbook(lab, "site", "--skip-tags", "smoke", **allow, **path, **previous)
     assert back.rc == 0, back.failures()
     named = back.messages("Downgrade | going back")
     assert any("goes back from mpi_operator 0.8.0" in m for m in named), named
+    assert any(f"goes back from gpu_device_plugin {V.NVIDIA_DEVICE_PLUGIN}" in m for m in named), named
     before = _tags(lab)
     assert before["mpi_operator"] == "v0.6.0" and before["nvidia_device_plugin"] == "v0.17.3", before
 

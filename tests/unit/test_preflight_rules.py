@@ -473,3 +473,39 @@ def test_an_operator_older_than_the_one_that_runs_is_refused(tmp_path, image):
     ((_name, msg),) = failed
     assert "the tag of kubeflow_gang_mpi_operator_image=0.6.0 would downgrade mpi_operator 0.8.0" in msg, msg
     assert "kubeflow_gang_allow_downgrade=true" in msg, msg
+
+
+@pytest.mark.parametrize(
+    ("running", "allow", "refused"), [("v0.19.0", False, True), ("v0.19.0", True, False), ("v0.17.3", False, False)]
+)
+def test_the_device_plugin_older_than_the_one_that_runs_is_refused_unless_allowed(tmp_path, running, allow, refused):
+    """The role's own DaemonSet in gang_info's device_plugins (its image tag): 0.17.3 over 0.19.0 is a downgrade."""
+    plugin = {
+        "daemonset": "nvidia-device-plugin/nvidia-device-plugin",
+        "kind": "nvidia",
+        "image": f"nvcr.io/nvidia/k8s-device-plugin:{running}",
+        "desired": 4,
+        "ready": 4,
+    }
+    info = {
+        "kubernetes_version": "v1.37.2",
+        "device_plugins": [plugin],
+        "nodes": [{"labels": {"nvidia.com/gpu.present": "true"}}],
+    }
+    data = _run(
+        tmp_path,
+        "gpu_device_plugin",
+        {
+            "gangsched_render_only": False,
+            "gangsched_cluster_info": info,
+            "gpu_device_plugin_version": "0.17.3",
+            "gpu_device_plugin_allow_downgrade": allow,
+        },
+    )
+    failed = [(name, h.get("msg")) for name, h in _tasks(data) if h.get("failed")]
+    if not refused:
+        assert failed == [] and _tasks(data)[-1][0] == "After the preflight", failed
+        return
+    ((_name, msg),) = failed
+    assert "gpu_device_plugin_version=0.17.3 would downgrade gpu_device_plugin v0.19.0" in msg, msg
+    assert "(DaemonSet nvidia-device-plugin/nvidia-device-plugin)" in msg, msg
