@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jsonpatch
 import yaml
 from kubernetes import client as k
 
@@ -42,18 +43,8 @@ def _yaml_docs(path: Path) -> list[dict]:
 
 
 def _json_patch(doc: dict, ops: list[dict]) -> None:
-    """Apply the ``replace`` operations of a JSON patch (all that upstream's webhook patches use)."""
-    for op in ops:
-        if op["op"] != "replace":
-            raise ValueError(f"JSON patch op {op['op']} not handled")
-        *parents, last = op["path"].lstrip("/").split("/")
-        target = doc
-        for p in parents:
-            target = target[int(p)] if isinstance(target, list) else target[p]
-        if isinstance(target, list):
-            target[int(last)] = op["value"]
-        else:
-            target[last] = op["value"]
+    """Apply upstream's kustomize JSON patch (RFC 6902) to ``doc`` in place."""
+    jsonpatch.apply_patch(doc, ops, in_place=True)
 
 
 def _webhook_service(ns: str, name: str, app: str) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _schedulers
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _podgroups, _schedulers
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path, _volcano
 
@@ -21,6 +21,10 @@ GANG_WORD = re.compile(
     r"PodGroup \S+ gets rejected|optimistic rejection in PostFilter|rejection in Unreserve|at plugin Coscheduling"
 )
 PERMIT_TIMEOUT = re.compile(r"rejected due to timeout after waiting (\S+) at plugin Coscheduling")
+# what Coscheduling (v0.34 and later) writes on a member while a gated member leaves the gang short of minMember
+GATED_MEMBERS = re.compile(r"pre-filter pod \S+ cannot proceed due to gated pods in the same PodGroup")
+GATE_WORD = "scheduling gates"  # in a gated pod's own PodScheduled message (reason SchedulingGated)
+MEMBER_LABEL = _podgroups.PODGROUPS["scheduler_plugins"]["member"][1]
 
 # scheduler-plugins releases are built on one Kubernetes minor each (v0.X.y on 1.X); the newest served is built
 # on 1.34, so no release fits a cluster of 1.36 or later within the version-skew policy
@@ -188,12 +192,42 @@ class SchedulerPlugins(_gang_path.GangPath):
             )
         return out
 
+    def gated_problems(self, facts: dict) -> list[dict]:
+        """PodGroups Coscheduling holds at PreFilter because members carry scheduling gates (v0.34 and later: a gated
+        member does not count towards minMember, so no member is placed until the gates are lifted); before v0.34 the
+        same gang is placed in part and let go at Permit, which ``permit_problems`` names."""
+        said = facts.get("said") or {}
+        out = []
+        for pg in (facts.get("lists") or {}).get("podgroups") or []:
+            md, spec = pg.get("metadata") or {}, pg.get("spec") or {}
+            ns, name = md.get("namespace"), md.get("name")
+            told = said.get(f"{ns}/{name}") or []
+            hit = next((m.group(0) for m in (GATED_MEMBERS.search(t) for t in told) if m), None)
+            if hit is None:
+                continue
+            gated = [t for t in told if GATE_WORD in t]
+            out.append(
+                {
+                    "object": f"PodGroup {ns}/{name}",
+                    "message": f"Coscheduling places none of its members while members held by scheduling gates "
+                    f"leave fewer than its minMember ({spec.get('minMember')}) free to schedule: its members were told "
+                    f"'{hit}'" + (f", its gated members '{gated[0]}'" if gated else ""),
+                    "fix": f"lift the gates (kubectl -n {ns} get pods -l {MEMBER_LABEL}={name} "
+                    "-o custom-columns=POD:.metadata.name,GATES:.spec.schedulingGates[*].name names them): the "
+                    "controller that set a gate lifts it when it lets the pod go (Kueue when it admits the job), "
+                    "else remove spec.schedulingGates from those pods",
+                }
+            )
+        return out
+
     def cluster_problems(self, schedulers, ops, facts):
-        """The gang pods it does not see, the PodGroups Coscheduling let go at Permit, and scheduler-plugins schedulers
+        """The gang pods it does not see, the PodGroups Coscheduling let go at Permit or holds for gated members, and
+        scheduler-plugins schedulers
         whose release is outside Kubernetes' version-skew policy on this cluster (reported on every run, also where the
         role was told to accept the skew)."""
         kube = facts.get("kube_version")
         out = super().cluster_problems(schedulers, ops, facts) + self.permit_problems(facts, schedulers)
+        out += self.gated_problems(facts)
         for s in schedulers:
             why = scheduler_plugins_skew(s.get("version"), kube) if s["kind"] == self.scheduler_kind else None
             if why:

@@ -87,3 +87,30 @@ def test_a_gang_waiting_for_another_reason_is_not_said_to_time_out(pods):
 def test_a_configuration_that_is_not_a_mapping_serves_nothing_and_says_nothing():
     assert _schedulers.coscheduling_profiles("- a\n- b\n") == ([], [])
     assert _schedulers.permit_waits("- a\n") is None and _schedulers.coscheduling_prebind("just text") is None
+
+
+HELD = "0/4 nodes are available: pre-filter pod a cannot proceed due to gated pods in the same PodGroup."
+
+
+def _held(pods, pg):
+    said = _pod_facts.fold(pods, NOW, 60).said()
+    facts = {"now": NOW, "threshold": 60, "said": said, "lists": {"podgroups": [pg]}}
+    return _scheduler_plugins.PATH.gated_problems(facts)
+
+
+def test_a_gang_held_at_prefilter_by_gated_members_is_named_with_how_to_find_the_gates():
+    (p,) = _held([_pod("a", HELD), _pod("b", HELD), _pod("c", GATED)], _pg())
+    assert p["object"] == "PodGroup team/job1"
+    assert "minMember (3)" in p["message"] and "'pre-filter pod a cannot proceed due to gated pods" in p["message"], p
+    assert f"its gated members '{GATED}'" in p["message"], p
+    assert "kubectl -n team get pods -l scheduling.x-k8s.io/pod-group=job1" in p["fix"], p
+    assert "spec.schedulingGates" in p["fix"], p
+
+
+@pytest.mark.parametrize(
+    "pods",
+    [[_pod("a", GATED), _pod("b")], [_pod("a", TIMEOUT), _pod("c", GATED)], [_pod("a", HELD, node="n1")]],
+    ids=["gated-not-yet-tried", "permit-timeout", "bound"],
+)
+def test_a_gang_not_held_at_prefilter_by_its_gates_is_not_said_to_be(pods):
+    assert _held(pods, _pg()) == []
