@@ -189,7 +189,7 @@ def test_upgrade_from_the_previous_pins_keeps_every_job_and_proves_the_new_relea
             ran = upgraded.ran()
             roll = next(i for i, n in enumerate(ran) if n == "Roll | image to the pin, for mpi_operator")
             assert ran[roll + 1 : roll + 3] == [
-                "Roll | an image changed",
+                "Roll | whether an image changed",
                 "Roll | rolled out before the next operator, mpi_operator",
             ], ran[roll : roll + 4]
             assert not any(n == "Roll | image to the pin, for training_operator" for n in ran), ran
