@@ -95,15 +95,6 @@ class Run:
                     out.append(task["task"]["name"])
         return out
 
-    def ran(self) -> list[str]:
-        """Names of the tasks that ran (not skipped on every host), in the order they ran."""
-        return [
-            task["task"]["name"]
-            for play in self.data["plays"]
-            for task in play["tasks"]
-            if any(not h.get("skipped") for h in task["hosts"].values())
-        ]
-
     def writers_run(self) -> list[str]:
         """Names of the kubernetes.core.k8s and kubernetes.core.helm tasks that ran (not skipped): each a module
         process of its own, which a converged re-run does not start (gangsched.kubeflow.drift found nothing)."""
