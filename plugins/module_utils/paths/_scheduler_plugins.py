@@ -222,9 +222,8 @@ class SchedulerPlugins(_gang_path.GangPath):
 
     def cluster_problems(self, schedulers, ops, facts):
         """The gang pods it does not see, the PodGroups Coscheduling let go at Permit or holds for gated members, and
-        scheduler-plugins schedulers
-        whose release is outside Kubernetes' version-skew policy on this cluster (reported on every run, also where the
-        role was told to accept the skew)."""
+        scheduler-plugins schedulers whose release is outside Kubernetes' version-skew policy on this cluster (reported
+        on every run, also where the role was told to accept the skew)."""
         kube = facts.get("kube_version")
         out = super().cluster_problems(schedulers, ops, facts) + self.permit_problems(facts, schedulers)
         out += self.gated_problems(facts)
