@@ -7,7 +7,9 @@ first run, or the cell before with its kubernetes.core, applied as applied).
 
     python tests/compat.py                 # every cell
     python tests/compat.py oldest newest   # some cells (what make test runs)
-    python tests/compat.py --no-unit newest  # the lab checks only (make minor: the unit tests read no cluster)
+    python tests/compat.py --no-unit newest  # the lab checks only (the unit tests read no cluster)
+    python tests/compat.py --no-unit --no-roles newest  # the modules' lab check alone (make minor, where the
+                                                        # playbook tests run site.yml twice on that minor)
 
 Virtualenvs and downloaded wheels are kept under the lab's build cache (outside the checkout), keyed
 by the cell's versions. kubernetes.core comes from the ``ansible`` community package of the version a
@@ -297,7 +299,8 @@ def main(argv: list[str]) -> int:
     with_lab_tests = "--lab-tests" in argv
     # the unit tests read no cluster: on another Kubernetes minor (make minor) only the lab checks differ
     without_unit = "--no-unit" in argv
-    argv = [a for a in argv if a not in ("--lab-tests", "--no-unit")]
+    without_roles = "--no-roles" in argv
+    argv = [a for a in argv if a not in ("--lab-tests", "--no-unit", "--no-roles")]
     wanted = [c for c in CELLS if not argv or c.name in argv]
     if argv and len(wanted) != len(argv):
         print(f"unknown cell in {argv}; cells: {', '.join(c.name for c in CELLS)}", file=sys.stderr)
@@ -312,7 +315,8 @@ def main(argv: list[str]) -> int:
     lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, reuse=True, log=lambda *_: None)
     scenarios.install_volcano(lab)
     scenarios.install_training_operator(lab, gang_flag=None)
-    roles_lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, reuse=True, log=lambda *_: None)
+    if not without_roles:
+        roles_lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, reuse=True, log=lambda *_: None)
     print(f"labs ready in {time.monotonic() - t0:.0f}s", flush=True)
     for cell in wanted:
         t = time.monotonic()
@@ -321,7 +325,9 @@ def main(argv: list[str]) -> int:
             core = (venv / "kubernetes.core").read_text()
             ok_u, why_u = (True, "not run: --no-unit") if without_unit else unit(venv)
             ok_l, why_l = lab_check(venv, lab)
-            if ok_l:
+            if ok_l and without_roles:
+                why_l = f"{why_l}; roles not run: --no-roles"
+            elif ok_l:
                 ok_l, why_r = roles_check(venv, roles_lab)
                 why_l = f"{why_l}; {why_r}" if ok_l else f"roles: {why_r}"
             if ok_l and with_lab_tests:
@@ -340,7 +346,8 @@ def main(argv: list[str]) -> int:
         print(f"| {cell.name} | {versions} | {u} | {ln} | {took:.0f} s |")
     if os.environ.get("GANGSCHED_LAB_REUSE") != "1":
         lab.down(log=lambda *_: None)
-        roles_lab.down(log=lambda *_: None)
+        if not without_roles:
+            roles_lab.down(log=lambda *_: None)
     failed = [r for r in rows if not (r[2] and r[4])]
     for cell, _, _, why_u, _, why_l, _ in failed:
         print(f"\n--- {cell.name} ---\nunit: {why_u}\nlab: {why_l}")

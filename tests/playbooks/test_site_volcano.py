@@ -74,9 +74,11 @@ def test_site_installs_the_chain_and_proves_it(lab):
     assert run.rc == 0, run.failures()
     changed = run.changed()
     # what check mode announced is what the real run changed (the real run changes more: the RBAC and
-    # flags of operators that check mode could not see yet, as they did not exist)
-    announced = {c for c in lab.check_mode_changed if "(check mode)" not in c}
-    assert announced <= set(changed), announced - set(changed)
+    # flags of operators that check mode could not see yet, as they did not exist); the 1.33 cell (make minor)
+    # runs this test without the check-mode one
+    if hasattr(lab, "check_mode_changed"):
+        announced = {c for c in lab.check_mode_changed if "(check mode)" not in c}
+        assert announced <= set(changed), announced - set(changed)
     deps = _deployments(lab)
     for name in (
         "volcano-system/volcano-scheduler",
