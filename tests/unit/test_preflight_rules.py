@@ -1,9 +1,14 @@
 """Every role's preflight through ansible-playbook on this machine, in render-only mode (no cluster is read): the
 defaults pass, and with several rules broken at once one run fails on exactly those rules, each naming its variable,
-and nothing after the failing task runs."""
+and nothing after the failing task runs.
+
+Every case is a play of its own, on a host of its own (a failed host stops only its play), in one ansible-playbook
+run for the whole file: the role's preflight, then a task that runs only where the preflight passed. One run, not
+one per case: a run costs about 2 s of CPU before its first task, and the cases run again in each compat cell."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 
@@ -11,19 +16,28 @@ import pytest
 import yaml
 from ansible_run import BIN, REPO, ansible_env
 
-PLAY = """
-- name: A role's preflight alone
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Preflight
-      ansible.builtin.include_role:
-        name: gangsched.kubeflow.{role}
-        tasks_from: preflight
-    - name: After the preflight
-      ansible.builtin.debug:
-        msg: passed
-"""
+AFTER = "After the preflight"
+
+
+def _play(host: str, role: str, variables: dict) -> dict:
+    """A role's preflight alone, on ``host``, with the case's variables (play vars: the roles set none of them).
+    localhost is in each play and runs nothing: a play whose every host failed would end the whole run."""
+    mine = {"when": f"inventory_hostname == {host!r}"}
+    return {
+        "name": f"{host}: {role}'s preflight",
+        "hosts": f"{host}:localhost",
+        "gather_facts": False,
+        "vars": variables,
+        "tasks": [
+            {
+                "name": "Preflight",
+                "ansible.builtin.include_role": {"name": f"gangsched.kubeflow.{role}", "tasks_from": "preflight"},
+                **mine,
+            },
+            {"name": AFTER, "ansible.builtin.debug": {"msg": "passed"}, **mine},
+        ],
+    }
+
 
 # role -> {case: (variables, [a fragment of each message that must fail, one per broken rule])}
 CASES = {
@@ -301,16 +315,48 @@ def _base(tmp_path, role: str, chart_version: str | None = None) -> dict:
     return {}
 
 
-def _run(tmp_path, role: str, variables: dict, chart_version: str | None = None) -> dict:
-    variables = {**_base(tmp_path, role, chart_version), **variables}
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY.format(role=role))
-    extra = tmp_path / "vars.json"
-    extra.write_text(json.dumps({"gangsched_render_only": True, **variables}))
-    cmd = [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(play), "-e", f"@{extra}"]
-    out = subprocess.run(cmd, env=ansible_env(None), cwd=REPO, capture_output=True, text=True, timeout=120)
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A case: a role's preflight with ``variables`` on top of what the defaults leave to the user."""
+
+    role: str
+    variables: dict
+    chart_version: str | None = None
+
+
+RUNS: dict[str, Run] = {}
+
+
+def case(key: str, role: str, variables: dict, chart_version: str | None = None) -> str:
+    """Register the case under ``key`` (the test's own id) for the file's one run; return the key."""
+    RUNS[key] = Run(role, variables, chart_version)
+    return key
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[str, list[tuple[str, dict]]]:
+    """Every registered case as a play on a host of its own, in one ansible-playbook run: each case's tasks."""
+    root = tmp_path_factory.mktemp("preflight")
+    hosts = {key: f"case{i}" for i, key in enumerate(RUNS)}
+    plays = []
+    for key, run in RUNS.items():
+        here = root / hosts[key]
+        here.mkdir()
+        variables = {"gangsched_render_only": True, **_base(here, run.role, run.chart_version), **run.variables}
+        plays.append(_play(hosts[key], run.role, variables))
+    local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+    # localhost too: the native gang's control plane hosts must name a host of the inventory
+    inventory = {"all": {"hosts": {h: local for h in ["localhost", *hosts.values()]}}}
+    (root / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    (root / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
+    cmd = [str(BIN / "ansible-playbook"), "-i", str(root / "inventory.yml"), str(root / "play.yml")]
+    out = subprocess.run(cmd, env=ansible_env(None), cwd=REPO, capture_output=True, text=True, timeout=900)
     assert out.stdout, out.stderr[-3000:]
-    return json.loads(out.stdout)
+    data = json.loads(out.stdout)
+    return {
+        key: [(t["task"]["name"], t["hosts"][host]) for p in data["plays"] for t in p["tasks"] if host in t["hosts"]]
+        for key, host in hosts.items()
+    }
 
 
 def _failed(item: dict) -> bool:
@@ -318,101 +364,133 @@ def _failed(item: dict) -> bool:
     return bool(item.get("failed")) or item.get("evaluated_to") is False
 
 
-def _tasks(data: dict) -> list[tuple[str, dict]]:
-    return [(t["task"]["name"], t["hosts"]["localhost"]) for p in data["plays"] for t in p["tasks"]]
+def _passed(tasks: list[tuple[str, dict]]) -> bool:
+    return [name for name, h in tasks if h.get("failed")] == [] and tasks[-1][0] == AFTER
 
 
-@pytest.mark.parametrize("role", CASES)
-def test_the_defaults_pass(tmp_path, role):
-    data = _run(tmp_path, role, {})
-    failed = [(name, h.get("msg")) for name, h in _tasks(data) if h.get("failed")]
-    assert failed == []
-    assert _tasks(data)[-1][0] == "After the preflight"
+@pytest.mark.parametrize("key", [case(f"defaults {role}", role, {}) for role in CASES])
+def test_the_defaults_pass(results, key):
+    tasks = results[key]
+    assert [(name, h.get("msg")) for name, h in tasks if h.get("failed")] == []
+    assert tasks[-1][0] == AFTER
 
 
-@pytest.mark.parametrize(("role", "case"), [(r, c) for r, cases in CASES.items() for c in cases])
-def test_one_run_names_every_broken_rule(tmp_path, role, case):
-    variables, expected = CASES[role][case]
-    tasks = _tasks(_run(tmp_path, role, variables))
+@pytest.mark.parametrize(
+    "key",
+    [case(f"{role}: {c}", role, variables) for role, cases in CASES.items() for c, (variables, _) in cases.items()],
+)
+def test_one_run_names_every_broken_rule(results, key):
+    role, c = key.split(": ", 1)
+    expected = CASES[role][c][1]
+    tasks = results[key]
     failed = [(name, h) for name, h in tasks if h.get("failed")]
     assert len(failed) == 1, failed
     name, result = failed[0]
     msgs = [r["msg"] for r in result.get("results", []) if _failed(r)] or [result["msg"]]
-    assert len(msgs) == len(expected), f"{role} {case}: {name}: {msgs}"
+    assert len(msgs) == len(expected), f"{key}: {name}: {msgs}"
     for fragment in expected:
-        assert any(fragment in m for m in msgs), f"{role} {case}: no message has {fragment!r}: {msgs}"
-    assert "After the preflight" not in [n for n, _ in tasks]
+        assert any(fragment in m for m in msgs), f"{key}: no message has {fragment!r}: {msgs}"
+    assert AFTER not in [n for n, _ in tasks]
+
+
+SKEW = [
+    # scheduler_plugins_version empty: the newest release not newer than the cluster
+    ("v1.33.5", "", False, None),  # 0.33.5
+    ("v1.34.1", "", False, None),  # 0.34.7
+    ("v1.35.4", "", False, None),  # 0.34.7, one minor older: within the policy
+    ("v1.36.0", "", False, "No scheduler-plugins release is built on Kubernetes 1.35 or later: use Volcano"),
+    ("v1.37.2", "", False, "No scheduler-plugins release is built on Kubernetes 1.35 or later: use Volcano"),
+    ("v1.32.9", "", False, "Set scheduler_plugins_version to a 0.32.x or 0.31.x release"),  # 0.33.5: newer
+    ("v1.37.2", "", True, None),
+    # a release asked for
+    ("v1.34.1", "0.33.5", False, None),  # one minor newer API server: within the policy
+    ("v1.35.4", "0.33.5", False, "Set scheduler_plugins_version to a 0.35.x or 0.34.x release, or use Volcano"),
+    ("v1.33.5", "0.34.7", False, "Set scheduler_plugins_version to a 0.33.x or 0.32.x release"),  # newer
+]
+
+
+def _picked(cluster: str, version: str) -> str:
+    return version or {"v1.32.9": "0.33.5", "v1.33.5": "0.33.5"}.get(cluster, "0.34.7")
 
 
 @pytest.mark.parametrize(
-    ("cluster", "version", "accept", "message"),
+    ("key", "cluster", "version", "accept", "message"),
     [
-        # scheduler_plugins_version empty: the newest release not newer than the cluster
-        ("v1.33.5", "", False, None),  # 0.33.5
-        ("v1.34.1", "", False, None),  # 0.34.7
-        ("v1.35.4", "", False, None),  # 0.34.7, one minor older: within the policy
-        ("v1.36.0", "", False, "No scheduler-plugins release is built on Kubernetes 1.35 or later: use Volcano"),
-        ("v1.37.2", "", False, "No scheduler-plugins release is built on Kubernetes 1.35 or later: use Volcano"),
-        ("v1.32.9", "", False, "Set scheduler_plugins_version to a 0.32.x or 0.31.x release"),  # 0.33.5: newer
-        ("v1.37.2", "", True, None),
-        # a release asked for
-        ("v1.34.1", "0.33.5", False, None),  # one minor newer API server: within the policy
-        ("v1.35.4", "0.33.5", False, "Set scheduler_plugins_version to a 0.35.x or 0.34.x release, or use Volcano"),
-        ("v1.33.5", "0.34.7", False, "Set scheduler_plugins_version to a 0.33.x or 0.32.x release"),  # newer
+        (
+            case(
+                f"skew {cluster} {version!r} {accept}",
+                "scheduler_plugins",
+                {
+                    "gangsched_render_only": False,
+                    "gangsched_cluster_info": {"kubernetes_version": cluster},
+                    "scheduler_plugins_accept_skew": accept,
+                    "scheduler_plugins_version": version,
+                },
+                chart_version=_picked(cluster, version),
+            ),
+            cluster,
+            version,
+            accept,
+            message,
+        )
+        for cluster, version, accept, message in SKEW
     ],
 )
 def test_scheduler_plugins_outside_the_skew_policy_is_refused_unless_accepted(
-    tmp_path, cluster, version, accept, message
+    results, key, cluster, version, accept, message
 ):
     """The cluster rule, with the cluster's version given as site.yml gives it (gangsched_cluster_info)."""
-    picked = version or {"v1.32.9": "0.33.5", "v1.33.5": "0.33.5"}.get(cluster, "0.34.7")
-    data = _run(
-        tmp_path,
-        "scheduler_plugins",
-        {
-            "gangsched_render_only": False,
-            "gangsched_cluster_info": {"kubernetes_version": cluster},
-            "scheduler_plugins_accept_skew": accept,
-            "scheduler_plugins_version": version,
-        },
-        chart_version=picked,
-    )
-    failed = [(name, h["msg"]) for name, h in _tasks(data) if h.get("failed")]
+    tasks = results[key]
+    failed = [(name, h["msg"]) for name, h in tasks if h.get("failed")]
     if message is None:
-        assert failed == [] and _tasks(data)[-1][0] == "After the preflight", failed
+        assert _passed(tasks), failed
         return
     ((name, msg),) = failed
     assert "version-skew policy" in name, name
-    named = f"scheduler_plugins_version={version} " if version else f"scheduler-plugins {picked} (the newest"
+    named = (
+        f"scheduler_plugins_version={version} "
+        if version
+        else f"scheduler-plugins {_picked(cluster, version)} (the newest"
+    )
     assert msg.startswith(named) and f"and the cluster runs {cluster}" in msg, msg
     assert ("(the newest release the collection proves" in msg) == (not version), msg
     assert message in msg and "scheduler_plugins_accept_skew: true" in msg, msg
 
 
-@pytest.mark.parametrize("allow", [False, True])
-def test_scheduler_plugins_older_than_the_one_that_runs_is_refused_unless_allowed(tmp_path, allow):
+SP_RUNNING = {
+    "component": "scheduler_plugins",
+    "version": "v0.34.7",
+    "where": "Deployment scheduler-plugins/scheduler-plugins-scheduler",
+}
+
+
+@pytest.mark.parametrize(
+    ("key", "allow"),
+    [
+        (
+            case(
+                f"scheduler-plugins downgrade allowed={allow}",
+                "scheduler_plugins",
+                {
+                    "gangsched_render_only": False,
+                    "gangsched_cluster_info": {"kubernetes_version": "v1.34.1", "support": [SP_RUNNING]},
+                    "scheduler_plugins_version": "0.33.5",
+                    "scheduler_plugins_allow_downgrade": allow,
+                },
+                chart_version="0.33.5",
+            ),
+            allow,
+        )
+        for allow in (False, True)
+    ],
+)
+def test_scheduler_plugins_older_than_the_one_that_runs_is_refused_unless_allowed(results, key, allow):
     """A downgrade: the running release comes from gang_info's support (the image tag), as site.yml reads it."""
-    running = {
-        "component": "scheduler_plugins",
-        "version": "v0.34.7",
-        "where": "Deployment scheduler-plugins/scheduler-plugins-scheduler",
-    }
-    data = _run(
-        tmp_path,
-        "scheduler_plugins",
-        {
-            "gangsched_render_only": False,
-            "gangsched_cluster_info": {"kubernetes_version": "v1.34.1", "support": [running]},
-            "scheduler_plugins_version": "0.33.5",
-            "scheduler_plugins_allow_downgrade": allow,
-        },
-        chart_version="0.33.5",
-    )
-    tasks = _tasks(data)
+    tasks = results[key]
     failed = [(name, h["msg"]) for name, h in tasks if h.get("failed")]
     said = [h.get("msg", "") for name, h in tasks if "Downgrade | going back" in name and not h.get("skipped")]
     if allow:
-        assert failed == [] and tasks[-1][0] == "After the preflight", failed
+        assert _passed(tasks), failed
         assert said and "goes back from scheduler_plugins v0.34.7" in said[0], said
         return
     ((name, msg),) = failed
@@ -421,66 +499,76 @@ def test_scheduler_plugins_older_than_the_one_that_runs_is_refused_unless_allowe
     assert "Set scheduler_plugins_version to 0.34.7 or newer, or scheduler_plugins_allow_downgrade=true" in msg, msg
 
 
-@pytest.mark.parametrize(
-    ("cluster", "version", "running", "message"),
-    [
-        # koordinator_version empty: 1.8.0 where it runs (1.34 and later), 1.6.1 below
-        ("v1.37.2", "", None, None),
-        ("v1.33.5", "", None, None),
-        ("v1.33.5", "1.8.0", None, "koordinator_version=1.8.0 needs resource.k8s.io/v1"),
-        # a downgrade of what runs, refused before any change
-        ("v1.37.2", "1.6.1", "v1.8.0", "Nothing was changed: koordinator_version=1.6.1 would downgrade koordinator"),
-        ("v1.37.2", "", "v1.6.1", None),  # the upgrade
-    ],
-)
-def test_koordinator_release_for_the_clusters_minor_and_no_downgrade(tmp_path, cluster, version, running, message):
+KOORDINATOR = [
+    # koordinator_version empty: 1.8.0 where it runs (1.34 and later), 1.6.1 below
+    ("v1.37.2", "", None, None),
+    ("v1.33.5", "", None, None),
+    ("v1.33.5", "1.8.0", None, "koordinator_version=1.8.0 needs resource.k8s.io/v1"),
+    # a downgrade of what runs, refused before any change
+    ("v1.37.2", "1.6.1", "v1.8.0", "Nothing was changed: koordinator_version=1.6.1 would downgrade koordinator"),
+    ("v1.37.2", "", "v1.6.1", None),  # the upgrade
+]
+
+
+def _koordinator_vars(cluster: str, version: str, running: str | None) -> dict:
     support = [
         {"component": "koordinator", "version": running, "where": "Deployment koordinator-system/koord-scheduler"}
     ]
-    data = _run(
-        tmp_path,
-        "koordinator",
-        {
-            "gangsched_render_only": False,
-            "gangsched_cluster_info": {"kubernetes_version": cluster, "support": support if running else []},
-            "koordinator_version": version,
-        },
-    )
-    failed = [(name, h["msg"]) for name, h in _tasks(data) if h.get("failed")]
+    return {
+        "gangsched_render_only": False,
+        "gangsched_cluster_info": {"kubernetes_version": cluster, "support": support if running else []},
+        "koordinator_version": version,
+    }
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [(case(f"koordinator {c} {v!r} {r}", "koordinator", _koordinator_vars(c, v, r)), m) for c, v, r, m in KOORDINATOR],
+)
+def test_koordinator_release_for_the_clusters_minor_and_no_downgrade(results, key, message):
+    tasks = results[key]
+    failed = [(name, h["msg"]) for name, h in tasks if h.get("failed")]
     if message is None:
-        assert failed == [] and _tasks(data)[-1][0] == "After the preflight", failed
+        assert _passed(tasks), failed
         return
     ((_name, msg),) = failed
     assert message in msg, msg
 
 
-@pytest.mark.parametrize("image", ["mpioperator/mpi-operator:0.6.0", "mpioperator/mpi-operator:0.8.0"])
-def test_an_operator_older_than_the_one_that_runs_is_refused(tmp_path, image):
+MPI_RUNNING = {"component": "mpi_operator", "version": "0.8.0", "where": "Deployment mpi-operator/mpi-operator"}
+
+
+@pytest.mark.parametrize(
+    ("key", "image"),
+    [
+        (
+            case(
+                f"operator {image}",
+                "kubeflow_gang",
+                {
+                    "gangsched_render_only": False,
+                    "gangsched_cluster_info": {"kubernetes_version": "v1.37.2", "support": [MPI_RUNNING]},
+                    "kubeflow_gang_mpi_operator_image": image,
+                },
+            ),
+            image,
+        )
+        for image in ("mpioperator/mpi-operator:0.6.0", "mpioperator/mpi-operator:0.8.0")
+    ],
+)
+def test_an_operator_older_than_the_one_that_runs_is_refused(results, key, image):
     """mpi-operator 0.8.0 runs (gang_info's support, from its image tag): 0.6.0 is a downgrade, 0.8.0 is not."""
-    running = {"component": "mpi_operator", "version": "0.8.0", "where": "Deployment mpi-operator/mpi-operator"}
-    data = _run(
-        tmp_path,
-        "kubeflow_gang",
-        {
-            "gangsched_render_only": False,
-            "gangsched_cluster_info": {"kubernetes_version": "v1.37.2", "support": [running]},
-            "kubeflow_gang_mpi_operator_image": image,
-        },
-    )
-    failed = [(name, h.get("msg")) for name, h in _tasks(data) if h.get("failed")]
+    tasks = results[key]
+    failed = [(name, h.get("msg")) for name, h in tasks if h.get("failed")]
     if image.endswith("0.8.0"):
-        assert failed == [] and _tasks(data)[-1][0] == "After the preflight", failed
+        assert _passed(tasks), failed
         return
     ((_name, msg),) = failed
     assert "the tag of kubeflow_gang_mpi_operator_image=0.6.0 would downgrade mpi_operator 0.8.0" in msg, msg
     assert "kubeflow_gang_allow_downgrade=true" in msg, msg
 
 
-@pytest.mark.parametrize(
-    ("running", "allow", "refused"), [("v0.19.0", False, True), ("v0.19.0", True, False), ("v0.17.3", False, False)]
-)
-def test_the_device_plugin_older_than_the_one_that_runs_is_refused_unless_allowed(tmp_path, running, allow, refused):
-    """The role's own DaemonSet in gang_info's device_plugins (its image tag): 0.17.3 over 0.19.0 is a downgrade."""
+def _device_plugin_vars(running: str, allow: bool) -> dict:
     plugin = {
         "daemonset": "nvidia-device-plugin/nvidia-device-plugin",
         "kind": "nvidia",
@@ -493,19 +581,34 @@ def test_the_device_plugin_older_than_the_one_that_runs_is_refused_unless_allowe
         "device_plugins": [plugin],
         "nodes": [{"labels": {"nvidia.com/gpu.present": "true"}}],
     }
-    data = _run(
-        tmp_path,
-        "gpu_device_plugin",
-        {
-            "gangsched_render_only": False,
-            "gangsched_cluster_info": info,
-            "gpu_device_plugin_version": "0.17.3",
-            "gpu_device_plugin_allow_downgrade": allow,
-        },
-    )
-    failed = [(name, h.get("msg")) for name, h in _tasks(data) if h.get("failed")]
+    return {
+        "gangsched_render_only": False,
+        "gangsched_cluster_info": info,
+        "gpu_device_plugin_version": "0.17.3",
+        "gpu_device_plugin_allow_downgrade": allow,
+    }
+
+
+@pytest.mark.parametrize(
+    ("key", "refused"),
+    [
+        (
+            case(
+                f"device plugin over {running} allowed={allow}",
+                "gpu_device_plugin",
+                _device_plugin_vars(running, allow),
+            ),
+            r,
+        )
+        for running, allow, r in (("v0.19.0", False, True), ("v0.19.0", True, False), ("v0.17.3", False, False))
+    ],
+)
+def test_the_device_plugin_older_than_the_one_that_runs_is_refused_unless_allowed(results, key, refused):
+    """The role's own DaemonSet in gang_info's device_plugins (its image tag): 0.17.3 over 0.19.0 is a downgrade."""
+    tasks = results[key]
+    failed = [(name, h.get("msg")) for name, h in tasks if h.get("failed")]
     if not refused:
-        assert failed == [] and _tasks(data)[-1][0] == "After the preflight", failed
+        assert _passed(tasks), failed
         return
     ((_name, msg),) = failed
     assert "gpu_device_plugin_version=0.17.3 would downgrade gpu_device_plugin v0.19.0" in msg, msg
