@@ -1,9 +1,14 @@
 """Malformed inventory variables stop site.yml in its Preflight play, with a message that names the
-variable, before any role changes anything in the cluster."""
+variable, before any role changes anything in the cluster.
+
+Each case is a host of its own in the inventory (the lab's, with the case's variables as host variables, as a user
+sets them), all in one site.yml run on those hosts alone: each host fails on its own, and the run ends with the
+Preflight play, where every host failed."""
 
 from __future__ import annotations
 
 import pytest
+import yaml
 from ansible_run import playbook
 from kubernetes import client as k
 
@@ -58,12 +63,26 @@ def _state(lab) -> dict:
     }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_bad_variable_stops_at_preflight_naming_it(lab, case):
-    extra, named = CASES[case]
+HOSTS = {case: f"bad{i}" for i, case in enumerate(CASES)}
+
+
+@pytest.fixture(scope="module")
+def site(lab, tmp_path_factory):
+    """The cluster before, one site.yml run with every case as a host, the cluster after."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+    hosts = {host: {**local, **CASES[case][0]} for case, host in HOSTS.items()}
+    inventory = tmp_path_factory.mktemp("bad_vars") / "cases.yml"
+    inventory.write_text(yaml.safe_dump({"gangsched_cluster": {"children": {"bad_cases": {"hosts": hosts}}}}))
     before = _state(lab)
-    run = playbook(lab, "site", **extra)
-    assert run.rc != 0, f"{case}: site.yml succeeded with {extra}"
+    run = playbook(lab, "site", "-i", str(inventory), gangsched_hosts="bad_cases")
+    return before, run, _state(lab)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_variable_stops_at_preflight_naming_it(site, case):
+    before, run, after = site
+    host, named = HOSTS[case], CASES[case][1]
+    assert run.rc != 0, "site.yml succeeded"
     failed = [
         # a failed loop says "One or more items failed"; each item's message is in its results
         (
@@ -73,11 +92,12 @@ def test_bad_variable_stops_at_preflight_naming_it(lab, case):
         )
         for play in run.data["plays"]
         for task in play["tasks"]
-        for h in task["hosts"].values()
-        if h.get("failed") and not h.get("ignore_errors")
+        for name, h in task["hosts"].items()
+        if name == host and h.get("failed") and not h.get("ignore_errors")
     ]
-    assert failed, run.failures()
+    assert failed, f"{case}: {host} did not fail: {run.failures()}"
     play, task, msg = failed[0]
     assert play == "Preflight", failed  # the first play: nothing has been applied yet
     assert named in msg, f"{case}: {msg!r} does not name {named}"
-    assert _state(lab) == before, f"{case}: the cluster changed"
+    assert [p["play"]["name"] for p in run.data["plays"]] == ["Preflight"]
+    assert after == before, "the cluster changed"
