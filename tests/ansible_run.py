@@ -1,19 +1,84 @@
 """Runs the collection through Ansible against a lab, the one way every test does it: a module ad hoc
 (``ansible localhost -m``) or a playbook on the lab inventory, both with the JSON callback, the
-checkout's ansible.cfg and the lab's directory in the environment; and reads their results."""
+checkout's ansible.cfg and the lab's directory in the environment; and reads their results. Each run is the
+CLI's own script in a process of its own, forked from a warm interpreter that has the ``kubernetes`` client
+imported already (``ansible_cli``, tests/ansible_zygote.py); ``GANGSCHED_TEST_WARM=0`` starts each one cold."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
 
 from lab import build
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+
+
+_ZYGOTE: dict = {}
+_ZYGOTE_LOCK = threading.Lock()
+
+
+def _zygote() -> str | None:
+    """The socket of this process's warm interpreter (started on first use), or None where it cannot start."""
+    if _ZYGOTE.get("pid") == os.getpid():
+        return _ZYGOTE["socket"]
+    tmp = tempfile.mkdtemp(prefix="ansible-zygote-")
+    path = os.path.join(tmp, "socket")
+    # the interpreter of the CLI scripts' own first line: the one a run's sys.executable (ansible_playbook_python) is
+    shebang = (BIN / "ansible").read_text().splitlines()[0].removeprefix("#!").strip().split()
+    proc = subprocess.Popen(
+        [*shebang, str(Path(__file__).with_name("ansible_zygote.py")), path],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    if proc.stdout.readline().strip() != "ready":
+        proc.kill()
+        return None
+    atexit.register(proc.kill)
+    _ZYGOTE.update(pid=os.getpid(), socket=path, proc=proc)
+    return path
+
+
+def ansible_cli(cmd: list, env: dict, cwd=REPO, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``cmd`` (an Ansible CLI of this venv: ansible, ansible-playbook) run as ``subprocess.run`` would, with its
+    output as text; forked from the warm interpreter unless ``GANGSCHED_TEST_WARM=0``, the command is another
+    program, or the run's ``KUBECONFIG`` differs from this process's (the preloaded client read that one)."""
+    cmd = [str(c) for c in cmd]
+    cold = (
+        os.environ.get("GANGSCHED_TEST_WARM") == "0"
+        or Path(cmd[0]).parent != BIN
+        or env.get("KUBECONFIG") != os.environ.get("KUBECONFIG")
+    )
+    with _ZYGOTE_LOCK:
+        path = None if cold else _zygote()
+        if path is None:
+            return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        with tempfile.TemporaryDirectory(prefix="ansible-run-") as out:
+            req = {
+                "argv": cmd,
+                "env": dict(env),
+                "cwd": str(cwd),
+                "stdout": os.path.join(out, "stdout"),
+                "stderr": os.path.join(out, "stderr"),
+                "timeout": timeout,
+            }
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.connect(path)
+                conn.sendall((json.dumps(req) + "\n").encode())
+                rc = json.loads(conn.makefile("r").readline())["rc"]
+            stdout = Path(req["stdout"]).read_text(errors="replace")
+            stderr = Path(req["stderr"]).read_text(errors="replace")
+    if rc is None:
+        raise subprocess.TimeoutExpired(cmd, timeout, output=stdout, stderr=stderr)
+    return subprocess.CompletedProcess(cmd, rc, stdout=stdout, stderr=stderr)
 
 
 def ansible_env(lab, extra: dict | None = None, kubeconfig: bool = True) -> dict:
@@ -48,7 +113,7 @@ def run_module(
         cmd.append("--check")
     if diff:
         cmd.append("--diff")
-    p = subprocess.run(cmd, env=ansible_env(lab, env), cwd=REPO, capture_output=True, text=True, timeout=900)
+    p = ansible_cli(cmd, ansible_env(lab, env), timeout=900)
     try:
         out = json.loads(p.stdout)
     except ValueError as e:
@@ -181,7 +246,7 @@ def playbook(
     if collections_path:
         env["ANSIBLE_COLLECTIONS_PATH"] = collections_path  # overrides ansible.cfg's .collections
     cmd = playbook_cmd(name, *extra, check=check, **extra_vars)
-    return Run(subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout))
+    return Run(ansible_cli(cmd, env, timeout=timeout))
 
 
 def kubectl(lab, *args: str) -> subprocess.CompletedProcess:

@@ -11,12 +11,11 @@ role applies only the three koord-scheduler needs."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 import uuid
 
 import pytest
-from ansible_run import BIN, REPO, Run, ansible_env, module
+from ansible_run import BIN, REPO, Run, ansible_cli, ansible_env, module
 from kubernetes import client as k
 
 from lab import build, kube, scenarios
@@ -54,7 +53,7 @@ def _run(lab, play, check: bool = False, **extra_vars) -> Run:
     cmd += ["--check"] if check else []
     cmd += ["-e", json.dumps(extra)]
     env = ansible_env(lab, kubeconfig=False)
-    return Run(subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=600))
+    return Run(ansible_cli(cmd, env, timeout=600))
 
 
 def _crds(lab) -> set[str]:

@@ -12,12 +12,11 @@ The release files come from the lab's build cache (no internet)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 import uuid
 
 import pytest
-from ansible_run import BIN, REPO, Run, ansible_env
+from ansible_run import BIN, REPO, Run, ansible_cli, ansible_env
 from kubernetes import client as k
 
 from lab import build, kube, scenarios
@@ -71,7 +70,7 @@ def _run(lab, play, check: bool = False, **extra_vars) -> Run:
     cmd += ["--check"] if check else []
     cmd += ["-e", json.dumps(extra)]
     env = ansible_env(lab, kubeconfig=False)
-    return Run(subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=600))
+    return Run(ansible_cli(cmd, env, timeout=600))
 
 
 def _crds(lab) -> set[str]:

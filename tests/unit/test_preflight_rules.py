@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 
 import pytest
 import yaml
-from ansible_run import BIN, REPO, ansible_env
+from ansible_run import BIN, REPO, ansible_cli, ansible_env
 
 AFTER = "After the preflight"
 
@@ -350,7 +349,7 @@ def results(tmp_path_factory) -> dict[str, list[tuple[str, dict]]]:
     (root / "inventory.yml").write_text(yaml.safe_dump(inventory))
     (root / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
     cmd = [str(BIN / "ansible-playbook"), "-i", str(root / "inventory.yml"), str(root / "play.yml")]
-    out = subprocess.run(cmd, env=ansible_env(None), cwd=REPO, capture_output=True, text=True, timeout=900)
+    out = ansible_cli(cmd, ansible_env(None), timeout=900)
     assert out.stdout, out.stderr[-3000:]
     data = json.loads(out.stdout)
     return {

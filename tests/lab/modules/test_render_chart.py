@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from ansible_run import BIN, REPO, ansible_env
+from ansible_run import BIN, ansible_cli, ansible_env
 
 from lab import build
 
@@ -51,7 +50,7 @@ def _run(module: str, args: dict, check: bool = False, **extra) -> tuple[dict, f
     cmd += ["--check"] if check else []
     cmd += ["-e", json.dumps(extra)] if extra else []
     t0 = time.monotonic()
-    p = subprocess.run(cmd, env=ansible_env(None), cwd=REPO, capture_output=True, text=True, timeout=300)
+    p = ansible_cli(cmd, ansible_env(None), timeout=300)
     took = time.monotonic() - t0
     return json.loads(p.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"], took
 
@@ -153,7 +152,7 @@ def test_a_local_chart_under_home_is_found(tmp_path, chart, helm):
     env_home = {"HOME": str(chart.parent)}
     cmd = [str(BIN / "ansible"), "localhost", "-m", "gangsched.kubeflow.render_manifests", "-a"]
     cmd.append(json.dumps({"path": str(out), "chart": _chart_args("~/gangchart", helm)}))
-    p = subprocess.run(cmd, env=ansible_env(None, env_home), cwd=REPO, capture_output=True, text=True, timeout=300)
+    p = ansible_cli(cmd, ansible_env(None, env_home), timeout=300)
     res = json.loads(p.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
     assert res.get("failed") is not True, res.get("msg")
     assert res["files"] == ["serviceaccount-gang.yaml", "configmap-gang-ns-gang-conf.yaml"]

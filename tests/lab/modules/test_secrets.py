@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
 
 import pytest
 import yaml
-from ansible_run import BIN, REPO, ansible_env
+from ansible_run import BIN, REPO, ansible_cli, ansible_env
 from kubernetes import client as k
 
 from lab import kube
@@ -41,12 +40,9 @@ def token(lab, api):
 
 def _vvv(lab, module: str, args: dict) -> tuple[int, str]:
     env = ansible_env(lab, {"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"}, kubeconfig=False)
-    p = subprocess.run(
+    p = ansible_cli(
         [str(BIN / "ansible"), "localhost", "-vvv", "-m", f"gangsched.kubeflow.{module}", "-a", json.dumps(args)],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
+        env,
         timeout=300,
     )
     return p.returncode, p.stdout + p.stderr

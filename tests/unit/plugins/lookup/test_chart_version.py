@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import tarfile
 
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.lookup.chart_version import chart_version
-from ansible_run import BIN, REPO, ansible_env
+from ansible_run import BIN, ansible_cli, ansible_env
 
 
 @pytest.fixture
@@ -69,7 +68,7 @@ def test_anything_else_is_an_empty_string(tmp_path, make):
 
 def _query(expr: str) -> dict:
     cmd = [str(BIN / "ansible"), "localhost", "-m", "ansible.builtin.debug", "-a", f"msg={{{{ {expr} }}}}"]
-    out = subprocess.run(cmd, env=ansible_env(None), cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = ansible_cli(cmd, ansible_env(None), timeout=120)
     return json.loads(out.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 

@@ -4,11 +4,10 @@ listing by itself, then the plugin as Ansible loads it (its options from its doc
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.lookup.crd_files import crd_files
-from ansible_run import BIN, REPO, ansible_env
+from ansible_run import BIN, ansible_cli, ansible_env
 
 
 @pytest.fixture
@@ -41,7 +40,7 @@ def test_a_file_is_itself_and_a_missing_source_is_nothing(src):
 
 def _query(expr: str) -> dict:
     cmd = [str(BIN / "ansible"), "localhost", "-m", "ansible.builtin.debug", "-a", f"msg={{{{ {expr} }}}}"]
-    out = subprocess.run(cmd, env=ansible_env(None), cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = ansible_cli(cmd, ansible_env(None), timeout=120)
     return json.loads(out.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
-from ansible_run import BIN, REPO, ansible_env
+from ansible_run import BIN, ansible_cli, ansible_env
 
 SMI = """#!/bin/sh
 case "$1" in
@@ -46,7 +45,7 @@ def _run(args: dict, check: bool = False) -> dict:
     cmd = [str(BIN / "ansible"), "localhost", "-m", "gangsched.kubeflow.gpu_node_info", "-a", json.dumps(args)]
     cmd += ["--check"] if check else []
     env = ansible_env(None, {"PATH": f"{BIN}:/usr/bin:/bin"})
-    out = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = ansible_cli(cmd, env, timeout=120)
     return json.loads(out.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 

@@ -5,10 +5,9 @@ anything is written."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import yaml
-from ansible_run import BIN, REPO, ansible_env
+from ansible_run import BIN, ansible_cli, ansible_env
 
 
 def _run(args: dict, check: bool = False) -> dict:
@@ -22,7 +21,7 @@ def _run(args: dict, check: bool = False) -> dict:
         "--diff",
     ]
     cmd += ["--check"] if check else []
-    out = subprocess.run(cmd, env=ansible_env(None), cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = ansible_cli(cmd, ansible_env(None), timeout=120)
     data = json.loads(out.stdout)
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
