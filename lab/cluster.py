@@ -29,12 +29,6 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runn
 # pod manifests in its manifest directory: the runner follows a changed manifest by starting the component again
 # with the manifest's flags, as the kubelet restarts a hostNetwork static pod (see staticpods.HostComponent)
 HOST_COMPONENTS = ("kube-apiserver", "kube-controller-manager")
-
-# The control plane's Go processes collect garbage at 5x their live heap rather than 2x (GOGC=400; a soft cap of
-# 1200 MiB each, GOMEMLIMIT): in the lab, where they share 2 cores with the tests, kube-apiserver spent about a
-# quarter of its CPU in the collector at the default. A lab setting: nothing the collection installs is affected.
-GO_TUNED = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
-GO_RUNTIME = {"GOGC": "400", "GOMEMLIMIT": "1200MiB"}
 CONTROL_PLANE_NODE = "lab-control-plane"
 
 
@@ -356,12 +350,8 @@ class Lab:
         return stopped
 
     def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        """Starts a component with ``env`` added to the lab's environment, and records both in the table; the
-        control plane's Go processes with the lab's Go runtime settings (``GO_RUNTIME``) where the caller's
-        environment sets none."""
+        """Starts a component with ``env`` added to the lab's environment, and records both in the table."""
         env = env or {}
-        if name in GO_TUNED:
-            env = {**{k: v for k, v in GO_RUNTIME.items() if k not in os.environ}, **env}
         table = self.components()
         table[name] = {"argv": argv, "env": env}
         self.components_file.write_text(json.dumps(table, indent=1))
