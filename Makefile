@@ -29,8 +29,8 @@ collection: ## the checkout as the collection gangsched.kubeflow (.collections/a
 # lab tests mostly wait on the cluster, so the lanes share the CPU well; each stage's time is printed.
 TEST_LANES = \
   'unit-lab=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/unit tests/lab; compat=$(PY) tests/compat.py oldest newest' \
-  'lint-sanity=$(MAKE) --no-print-directory lint sanity; playbooks=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/playbooks' \
-  'molecule=$(MAKE) --no-print-directory molecule; k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33'
+  'playbooks=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/playbooks' \
+  'lint-sanity=$(MAKE) --no-print-directory lint sanity; molecule=$(MAKE) --no-print-directory molecule; k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33'
 
 test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks and every Molecule scenario, in lanes side by side; each stage's time
 	$(PY) tests/lanes.py $(TEST_LANES)
