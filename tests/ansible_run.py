@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -42,6 +43,7 @@ def _zygote() -> str | None:
     if proc.stdout.readline().strip() != "ready":
         proc.kill()
         return None
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     atexit.register(proc.kill)
     _ZYGOTE.update(pid=os.getpid(), socket=path, proc=proc)
     return path
