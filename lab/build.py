@@ -197,6 +197,18 @@ UNITS: tuple[Unit, ...] = (
             ("sigs.k8s.io/jobset:config/components/webhook", "webhook"),
         ),
     ),
+    # Kueue's controller manager (its main package cmd/kueue); its CRDs and upstream webhook configurations (the
+    # installer names the Service; Kueue's own cert rotator fills the CA)
+    Unit(
+        name="kueue",
+        module="sigs.k8s.io/kueue",
+        version=V.KUEUE,
+        binaries=(Binary("kueue", "sigs.k8s.io/kueue/cmd/kueue"),),
+        artifacts=(
+            ("sigs.k8s.io/kueue:config/components/crd/bases", "crds"),
+            ("sigs.k8s.io/kueue:config/components/webhook", "webhook"),
+        ),
+    ),
     # Flux's two controllers a GitOps stage needs (python -m lab flux): each main package is its module root; the
     # CRDs from config/crd/bases (source-controller's sources, kustomize-controller's Kustomization)
     Unit(
@@ -314,6 +326,8 @@ PATH_UNITS = {
     # kube-scheduler's own gang: the base's Kubernetes alone
     "native": (),
     "trainer": ("trainer", "jobset"),
+    # not a gang path: Kueue in front of the gang (gangsched_kueue)
+    "kueue": ("kueue",),
     # not a gang path: Flux for a GitOps stage (python -m lab flux)
     "flux": ("flux-source-controller", "flux-kustomize-controller"),
     # not a gang path: the GPU-node harness (python -m lab gpu-node builds them on demand; `make build` too)

@@ -62,11 +62,13 @@ def write_facts(lab: Lab) -> Path:
             "koordinator": art("koordinator", "crds"),
             "trainer": art("trainer", "crds"),
             "jobset": art("jobset", "crds"),
+            "kueue": art("kueue", "crds"),
         },
         # the releases' webhook configurations and their kustomize patches
         "webhooks": {
             "trainer": art("trainer", "webhook"),
             "jobset": art("jobset", "webhook"),
+            "kueue": art("kueue", "webhook"),
         },
         "versions": {
             "kubernetes": V.KUBERNETES,
@@ -78,6 +80,7 @@ def write_facts(lab: Lab) -> Path:
             "koordinator": V.KOORDINATOR,
             "trainer": V.TRAINER,
             "jobset": V.JOBSET,
+            "kueue": V.KUEUE,
         },
         # what the upgrade tests install first: the previous pins, where this Kubernetes release's lab has one
         "previous": {u.name.replace("-", "_"): previous(build.label(u)) for u in build.PREVIOUS_UNITS},

@@ -14,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _capacity,
     _flags,
+    _kueue,
     _manifests,
     _operators,
     _rbac,
@@ -314,6 +315,16 @@ def release_webhooks(docs, patches=None, namespace="default", name_prefix="", se
         _fail(e)
 
 
+def kueue_webhooks(docs, frameworks, namespace: str = "kueue-system"):
+    """Kueue's webhook configurations cut to its own kinds and ``frameworks`` (``_kueue.webhooks``)."""
+    if not isinstance(docs, list) or not isinstance(frameworks, list):
+        raise AnsibleFilterError("kueue_webhooks needs the release's manifests (a list) and the frameworks (a list)")
+    try:
+        return _kueue.webhooks(docs, [str(f) for f in frameworks], namespace)
+    except ValueError as e:
+        _fail(e)
+
+
 def _name(obj) -> str | None:
     return ((obj or {}).get("metadata") or {}).get("name")
 
@@ -365,6 +376,7 @@ class FilterModule:
             "gang_rbac_objects": gang_rbac_objects,
             "ca_injected": ca_injected,
             "release_webhooks": release_webhooks,
+            "kueue_webhooks": kueue_webhooks,
             "label_gang": label_gang,
             "native_gang": native_gang,
             "native_gang_static_pod": native_gang_static_pod,

@@ -50,6 +50,14 @@ options:
         C(rstrip=false) reads it.
     type: dict
     required: true
+  conversion:
+    description:
+      - The C(spec.conversion) of some of the CRDs, by CRD name, set before they are applied (as a release's kustomize
+        patch would, e.g. a conversion webhook at the component's Service). The stamp covers it: a changed conversion
+        applies the CRD again.
+      - A CRD named here but in none of O(files) is ignored.
+    type: dict
+    default: {}
   force:
     description: Apply every file, whatever the stamps on the cluster say.
     type: bool
@@ -109,6 +117,7 @@ def argument_spec() -> dict:
     return with_auth(
         owner=dict(type="str", required=True),
         files=dict(type="dict", required=True),
+        conversion=dict(type="dict", default={}),
         force=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=120),
     )

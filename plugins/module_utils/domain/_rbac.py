@@ -25,6 +25,8 @@ COMPONENTS = {
     "koord_scheduler": ("koordinator-system", "koord-scheduler", ("koordinator",)),
     "trainer": ("kubeflow-system", "kubeflow-trainer-controller-manager", OPS),
     "jobset": ("jobset-system", "jobset-controller-manager", OPS),
+    # Kueue admits jobs in front of every gang path: its rights do not depend on the PodGroup kind
+    "kueue": ("kueue-system", "kueue-controller-manager", ("volcano", "scheduler_plugins", "koordinator", "native")),
 }
 
 
@@ -181,6 +183,76 @@ _JOBSET = [
 for _gang in OPS:
     RULES[("trainer", _gang)] = _trainer(_gang)
     RULES[("jobset", _gang)] = [dict(r) for r in _JOBSET]
+
+# Kueue v0.17's controller manager with the integrations the collection runs (batch Jobs, Kubeflow v1 jobs and MPIJobs,
+# JobSets, TrainJobs), leader election off, the visibility server off: its own objects, each integration's jobs
+# (suspend, status, finalizers), the pods it reads and finalizes, what counts towards a workload's requests
+# (LimitRanges, RuntimeClasses, PriorityClasses), nodes and namespaces (flavors, namespace selectors), pod templates
+# it keeps for workloads, events. Its certificate rotator's Secret, webhook configurations and conversion CRDs are
+# name-limited rights its install grants.
+_KQ = "kueue.x-k8s.io"
+_KUEUE = [
+    _r(_KQ, ["clusterqueues", "localqueues", "workloads", "cohorts", "admissionchecks"], RW),
+    _r(_KQ, ["resourceflavors"], RO + ["update", "delete"]),
+    _r(_KQ, ["topologies"], RO + ["update"]),
+    _r(_KQ, ["multikueueclusters", "multikueueconfigs", "provisioningrequestconfigs", "workloadpriorityclasses"], RO),
+    _r(
+        _KQ,
+        [
+            "clusterqueues/status",
+            "localqueues/status",
+            "workloads/status",
+            "cohorts/status",
+            "admissionchecks/status",
+            "multikueueclusters/status",
+        ],
+        ["get", "update", "patch"],
+    ),
+    _r(
+        _KQ,
+        [
+            "clusterqueues/finalizers",
+            "localqueues/finalizers",
+            "workloads/finalizers",
+            "resourceflavors/finalizers",
+            "admissionchecks/finalizers",
+            "topologies/finalizers",
+        ],
+        ["update"],
+    ),
+    _r("batch", ["jobs"], RO + ["update", "patch", "delete"]),
+    _r("batch", ["jobs/status", "jobs/finalizers"], ["get", "update", "patch"]),
+    _r(
+        "kubeflow.org",
+        ["pytorchjobs", "tfjobs", "xgboostjobs", "paddlejobs", "jaxjobs", "mpijobs"],
+        RO + ["update", "patch", "delete"],
+    ),
+    _r(
+        "kubeflow.org",
+        [
+            f"{k}/{s}"
+            for k in ("pytorchjobs", "tfjobs", "xgboostjobs", "paddlejobs", "jaxjobs", "mpijobs")
+            for s in ("status", "finalizers")
+        ],
+        ["get", "update", "patch"],
+    ),
+    _r("jobset.x-k8s.io", ["jobsets"], RO + ["update", "patch", "delete"]),
+    _r("jobset.x-k8s.io", ["jobsets/status", "jobsets/finalizers"], ["get", "update", "patch"]),
+    _r("trainer.kubeflow.org", ["trainjobs"], RO + ["update", "patch"]),
+    _r("trainer.kubeflow.org", ["trainjobs/status", "trainjobs/finalizers"], ["get", "update", "patch"]),
+    _r("trainer.kubeflow.org", ["trainingruntimes", "clustertrainingruntimes"], RO),
+    _r("", ["pods"], RO + ["update", "patch", "delete"]),
+    _r("", ["pods/status"], ["get", "patch"]),
+    _r("", ["pods/finalizers"], ["get", "update"]),
+    _r("", ["podtemplates"], RO + ["create", "update", "delete"]),
+    _r("", ["limitranges", "namespaces", "nodes"], RO),
+    _r("", ["events"], ["create", "patch", "update", "watch"]),
+    _r("node.k8s.io", ["runtimeclasses"], RO),
+    _r("scheduling.k8s.io", ["priorityclasses"], RO),
+    _r("apps", ["deployments", "replicasets", "statefulsets"], RO),
+]
+for _gang in COMPONENTS["kueue"][2]:
+    RULES[("kueue", _gang)] = [dict(r) for r in _KUEUE]
 
 
 # Coscheduling inside the default kube-scheduler (scheduler-plugins mode=default): kube-scheduler runs

@@ -387,6 +387,8 @@ class NativeGang(_gang_path.GangPath):
         return operator_refusal("A Kubeflow Trainer v2 runtime")
 
     def rbac_refusal(self, component):
+        if component == "kueue":  # in front of the gang: its rights are the same on every path
+            return None
         return (
             f"gang_scheduler=native grants nothing to component={component}: no Kubeflow component creates "
             "kube-scheduler's Workloads and PodGroups, and kube-scheduler's and the Job controller's rights on them "

@@ -7,6 +7,7 @@ refuses changes nothing), then applied, then waited for until Established. Not a
 
 from __future__ import annotations
 
+import json
 import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _crd_stamps
@@ -32,8 +33,25 @@ def _wait(client, names: list[str], timeout: int, clock, sleep) -> list[str]:
         sleep(min(1.0, max(0.0, deadline - clock())))
 
 
+def _with_conversion(files: dict[str, str], conversion: dict) -> dict[str, str]:
+    """Each file's text, with the ``spec.conversion`` its CRDs get noted in a trailing YAML comment (so the stamp
+    covers the conversion too, and a changed Service or path applies the CRD again)."""
+    if not conversion:
+        return files
+    out = {}
+    for f, text in files.items():
+        mine = {
+            c["metadata"]["name"]: conversion[c["metadata"]["name"]]
+            for c in _crd_stamps.crds_of(f, text)
+            if c["metadata"]["name"] in conversion
+        }
+        out[f] = f"{text}\n# gangsched.kubeflow spec.conversion: {json.dumps(mine, sort_keys=True)}\n" if mine else text
+    return out
+
+
 def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, sleep=time.sleep) -> dict:
-    owner, files = params["owner"], params["files"]
+    owner, conversion = params["owner"], params.get("conversion") or {}
+    files = _with_conversion(params["files"], conversion)
     live = client.list(
         PATH, f"CustomResourceDefinitions of {owner}", labelSelector=f"{_crd_stamps.OWNER_LABEL}={owner}"
     )
@@ -43,6 +61,9 @@ def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, slee
         for f in todo
         for c in _crd_stamps.crds_of(f, files[f])
     ]
+    for c in crds:
+        if c["metadata"]["name"] in conversion:
+            c["spec"]["conversion"] = conversion[c["metadata"]["name"]]
     names = [c["metadata"]["name"] for c in crds]
     # a CRD that drops a version its objects are stored as is refused before any is sent; one read each of those
     # not among the owner's (a CRD another installer made)

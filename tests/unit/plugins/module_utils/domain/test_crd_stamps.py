@@ -61,9 +61,9 @@ class Api:
         return [(c[1], c[2]) for c in self.calls if c[0] == "PATCH"]
 
 
-def run(api, files, check_mode=False, force=False, wait_timeout=30, clock=None):
+def run(api, files, check_mode=False, force=False, wait_timeout=30, clock=None, conversion=None):
     clock = clock or Clock()
-    params = {"owner": "o", "files": files, "force": force, "wait_timeout": wait_timeout}
+    params = {"owner": "o", "files": files, "force": force, "wait_timeout": wait_timeout, "conversion": conversion}
     return _crds.run(api, params, check_mode, lambda m: None, clock=clock, sleep=clock.sleep)
 
 
@@ -95,6 +95,33 @@ def test_a_changed_file_is_sent_as_a_dry_run_then_applied_stamped_then_waited_fo
     assert res["changed"] is True and res["applied"] == ["bs.x.io"] and res["files_applied"] == ["f/b.yaml"]
     assert res["_diff"] == {"before": "bs.x.io: old\n", "after": f"bs.x.io: {_crd_stamps.stamp(b)}\n"}
     assert ("GET", "bs.x.io") in api.calls and "_failed" not in res
+
+
+CONVERSION = {
+    "strategy": "Webhook",
+    "webhook": {
+        "clientConfig": {"service": {"namespace": "q", "name": "q-webhook", "path": "/convert"}},
+        "conversionReviewVersions": ["v1"],
+    },
+}
+
+
+def test_a_conversion_is_set_on_its_crd_only_and_stamped_with_the_file():
+    a, b = crd_text("as.x.io"), crd_text("bs.x.io")
+    api = Api(late={"as.x.io": 0, "bs.x.io": 0})
+    res = run(api, {"f/a.yaml": a, "f/b.yaml": b}, conversion={"as.x.io": CONVERSION, "zs.x.io": {}})
+    sent = {c[1]: c[4] for c in api.calls if c[0] == "PATCH" and c[2] is None}
+    assert sent["as.x.io"]["spec"]["conversion"] == CONVERSION and "conversion" not in sent["bs.x.io"]["spec"]
+    # b's stamp is its file's; a's covers the conversion too, so it differs from the bare file's
+    assert sent["bs.x.io"]["metadata"]["annotations"][_crd_stamps.STAMP] == _crd_stamps.stamp(b)
+    stamp_a = sent["as.x.io"]["metadata"]["annotations"][_crd_stamps.STAMP]
+    assert stamp_a != _crd_stamps.stamp(a) and res["changed"] is True
+    # converged with that conversion: nothing sent; the conversion changed: applied again
+    api = Api([live("as.x.io", "o", stamp_a), live("bs.x.io", "o", _crd_stamps.stamp(b))])
+    assert run(api, {"f/a.yaml": a, "f/b.yaml": b}, conversion={"as.x.io": CONVERSION})["applied"] == []
+    moved = {**CONVERSION, "webhook": {**CONVERSION["webhook"], "conversionReviewVersions": ["v1", "v1beta1"]}}
+    api = Api([live("as.x.io", "o", stamp_a), live("bs.x.io", "o", _crd_stamps.stamp(b))], late={"as.x.io": 0})
+    assert run(api, {"f/a.yaml": a, "f/b.yaml": b}, conversion={"as.x.io": moved})["applied"] == ["as.x.io"]
 
 
 def test_check_mode_sends_only_the_dry_run():
