@@ -25,11 +25,14 @@ collection: ## the checkout as the collection gangsched.kubeflow (.collections/a
 	mkdir -p .collections/ansible_collections/gangsched
 	ln -sfn ../../.. .collections/ansible_collections/gangsched/kubeflow
 
+# Kueue's playbook tests (a fresh lab each) run in the first lane, whose stages were the shortest
+KUEUE_TESTS = tests/playbooks/test_site_kueue.py tests/playbooks/test_site_kueue_native.py
+
 # make test's stages in lanes that run side by side, each lane on a lab of its own (tests/lanes.py): the
 # lab tests mostly wait on the cluster, so the lanes share the CPU well; each stage's time is printed.
 TEST_LANES = \
-  'unit-lab=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/unit tests/lab; compat=$(PY) tests/compat.py oldest newest' \
-  'playbooks=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/playbooks' \
+  'unit-lab=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/unit tests/lab $(KUEUE_TESTS); compat=$(PY) tests/compat.py oldest newest' \
+  'playbooks=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/playbooks $(KUEUE_TESTS:%=--ignore=%)' \
   'lint-sanity=$(MAKE) --no-print-directory lint sanity; molecule=$(MAKE) --no-print-directory molecule; k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33'
 
 test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks and every Molecule scenario, in lanes side by side; each stage's time

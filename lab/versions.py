@@ -70,8 +70,8 @@ KOORDINATOR = KOORDINATOR_BY_KUBERNETES[KUBERNETES]
 # JobSets for (Trainer v2.3.0's go.mod requires this JobSet release; both built on Kubernetes 1.36).
 TRAINER = "v2.3.0"
 JOBSET = "v0.12.0"
-# Kueue (job queueing and quota in front of the gang schedulers): v0.17.0, the newest the Go module proxy serves
-# (built on Kubernetes 1.35; its go.mod takes training-operator v1.9.3, Trainer v2.2.0, JobSet v0.11.1, mpi-operator v0.8.0)
+# Kueue (job queueing and quota in front of the gang schedulers): v0.17.0, the newest the Go module proxy serves (built
+# on Kubernetes 1.35; its go.mod takes training-operator v1.9.3, Trainer v2.2.0, JobSet v0.11.1, mpi-operator v0.8.0)
 KUEUE = "v0.17.0"
 # The pins before these, by lab unit: what a role installed before its bump to the pins above, and what the upgrade
 # tests install first (`make build` builds them too). None where this Kubernetes release runs that pin already

@@ -194,10 +194,15 @@ class Run:
         ]
 
     def verdicts(self) -> list[str]:
-        """The smoke test role's verdicts in this run, the fitting gang's first."""
+        """The smoke test role's verdicts in this run, the fitting gang's first (then the oversized one, then through
+        Kueue the one over the quota)."""
         return [
             r["verdict"]
-            for name in ("Fitting gang runs as a whole", "Oversized gang stays entirely Pending")
+            for name in (
+                "Fitting gang runs as a whole",
+                "Oversized gang stays entirely Pending",
+                "Through Kueue, a gang over the ClusterQueue's quota is held by Kueue, suspended, not one pod made",
+            )
             for r in self.results(f"gangsched.kubeflow.gang_smoke_test : {name}")
         ]
 

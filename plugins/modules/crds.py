@@ -53,8 +53,8 @@ options:
   conversion:
     description:
       - The C(spec.conversion) of some of the CRDs, by CRD name, set before they are applied (as a release's kustomize
-        patch would, e.g. a conversion webhook at the component's Service). The stamp covers it: a changed conversion
-        applies the CRD again.
+        patch would, e.g. a conversion webhook at the component's Service). The stamp covers it, so a changed
+        conversion applies the CRD again.
       - A CRD named here but in none of O(files) is ignored.
     type: dict
     default: {}

@@ -150,9 +150,24 @@ options:
       - Expected outcome; V(auto) is V(running) when the gang fits the free capacity, else V(pending).
       - V(running) with more members than fit on the schedulable nodes (counted node by node) is refused
         before anything is created.
+      - V(queued) (with O(cluster_queue)) expects Kueue to hold the whole gang for quota (V(kueue_held_quota)).
     type: str
     default: auto
-    choices: [running, pending, auto]
+    choices: [running, pending, auto, queued]
+  cluster_queue:
+    description:
+      - Send the gang through Kueue to this ClusterQueue - the run creates a LocalQueue of its own
+        (C(smoke-<run id>)) in O(namespace) pointing at it, and labels the job C(kueue.x-k8s.io/queue-name) with it.
+        Kueue's webhook creates the job suspended; the gang goes to the scheduler only once Kueue admits the job's
+        Workload, so the verdict needs Kueue's word first.
+      - Admitted (its C(Admitted) condition) - the scheduler's verdict follows as without Kueue, its time counted from
+        the admission. Held for quota (C(QuotaReserved) V(False), reason C(Pending), Kueue's message that the quota does
+        not suffice), with the job still suspended and not one pod made - V(kueue_held_quota), the verdict of
+        O(expect=queued). No Workload within 30 seconds (Kueue not running, or without the integration for the job's
+        kind), or Kueue calling it inadmissible - V(error) naming Kueue and the fix.
+      - Only with O(workload) V(pytorchjob), V(tfjob), V(mpijob), V(trainjob) or V(job) (native), the kinds Kueue admits
+        as a whole. The no-gang control (O(control)) is not sent through Kueue.
+    type: str
   namespace:
     description:
       - Namespace to run in; created (and removed again) when missing.
@@ -228,6 +243,22 @@ EXAMPLES = r"""
     replicas: 5
     expect: pending
 
+- name: Through Kueue, a PyTorchJob of 4 GPUs is admitted by ClusterQueue gpu-cluster-queue and runs as a whole
+  gangsched.kubeflow.gang_smoke_test:
+    gang_scheduler: volcano
+    workload: pytorchjob
+    cluster_queue: gpu-cluster-queue
+    replicas: 4
+    expect: running
+
+- name: One of more GPUs than the ClusterQueue's quota is held by Kueue, suspended, not one pod made
+  gangsched.kubeflow.gang_smoke_test:
+    gang_scheduler: volcano
+    workload: pytorchjob
+    cluster_queue: gpu-cluster-queue
+    replicas: 9
+    expect: queued
+
 - name: Remove what interrupted smoke runs left behind, in all namespaces
   gangsched.kubeflow.gang_smoke_test:
     state: absent
@@ -260,12 +291,12 @@ RETURN = r"""
 verdict:
   description:
     - The verdict; null in check mode. One of V(gang_held_running), V(gang_held_pending), V(partial),
-      V(inconclusive), V(timeout), V(error).
+      V(inconclusive), V(timeout), V(error), V(kueue_held_quota) (with O(cluster_queue)).
   returned: always
   type: str
   sample: gang_held_pending
 expected:
-  description: The expected outcome (V(running) or V(pending)), after resolving V(auto).
+  description: The expected outcome (V(running), V(pending) or V(queued)), after resolving V(auto).
   returned: always
   type: str
   sample: pending
@@ -349,6 +380,9 @@ gang:
       (C(name), and C(scheduled), kube-scheduler's decision on it as last read, C(True), C(False) or null), and
       C(podgroup_scheduled) says whether kube-scheduler ever marked it scheduled, which V(gang_held_running) needs
       on that path.
+    - C(kueue) (with O(cluster_queue)) is Kueue's part - C(cluster_queue), C(local_queue), C(workload) (the job's
+      Workload), C(admitted), C(seconds) (when Kueue decided, from the job's creation), and for a gang held for quota
+      C(held) (Kueue's message), C(suspended) and C(pods) (the evidence beside it).
     - C(decided_seconds) is when the scheduler decided (its last bind of a member, or its rejection of the whole
       gang), null when it never did; C(seconds) is when the verdict was reached; both in seconds from the start of
       the gang's creation.
@@ -397,7 +431,8 @@ def argument_spec() -> dict:
         trainer_runtime=dict(type="str"),
         replicas=dict(type="int", default=2),
         resources=dict(type="dict", default={"nvidia.com/gpu": 1}),
-        expect=dict(type="str", default="auto", choices=["running", "pending", "auto"]),
+        expect=dict(type="str", default="auto", choices=["running", "pending", "auto", "queued"]),
+        cluster_queue=dict(type="str"),
         namespace=dict(type="str", default="gangsched-smoke"),
         timeout=dict(type="int", default=180),
         settle_seconds=dict(type="int", default=20),

@@ -43,6 +43,10 @@ KINDS = {
     "Workload": ("scheduling.k8s.io", "v1beta1", "workloads", True),
     "PodGroup": (None, None, "podgroups", True),
     "Queue": ("scheduling.volcano.sh", "v1beta1", "queues", False),
+    # Kueue (its Workload is the kind above in kueue.x-k8s.io/v1beta2: the caller names that apiVersion)
+    "LocalQueue": ("kueue.x-k8s.io", "v1beta2", "localqueues", True),
+    "ClusterQueue": ("kueue.x-k8s.io", "v1beta2", "clusterqueues", False),
+    "ResourceFlavor": ("kueue.x-k8s.io", "v1beta2", "resourceflavors", False),
     "Event": ("", "v1", "events", True),
     "ResourceQuota": ("", "v1", "resourcequotas", True),
     # Flux, the GitOps engine flux_synced waits on

@@ -13,7 +13,13 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _r
 
 # (kind, apiVersion) of everything a smoke run may create, in the order a sweep removes them: jobs before their
 # gang objects and pods (_workloads.JOB_RUN_KINDS), then every path's gang objects, then pods
-RUN_KINDS = (*_workloads.JOB_RUN_KINDS, *_registry.run_kinds(), ("Pod", "v1"))
+# (and the LocalQueue of a run through Kueue, after its job)
+RUN_KINDS = (
+    *_workloads.JOB_RUN_KINDS,
+    ("LocalQueue", "kueue.x-k8s.io/v1beta2"),
+    *_registry.run_kinds(),
+    ("Pod", "v1"),
+)
 
 
 def pods(ns: str, name: str, run_id: str, replicas: int, resources: dict, gang: str | None, scheduler_name: str):

@@ -134,6 +134,5 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     result["left_behind"] = left
     if left:
         warn(f"objects left after cleanup: {', '.join(left)}")
-    want = _verdict.GANG_HELD_RUNNING if exp == "running" else _verdict.GANG_HELD_PENDING
-    result["ok"] = result["verdict"] == want
+    result["ok"] = result["verdict"] == _verdict.EXPECTED[exp]
     return _finish(result, params)

@@ -41,6 +41,7 @@ def validate(params: dict) -> dict:
         raise GangError(f"replicas must be >= 1 (got {params['replicas']}): a gang needs members")
     check_trainjob(params)
     check_path(params)
+    check_queue(params)
     res = params.get("resources")
     if not isinstance(res, dict) or not res:
         raise GangError("resources must be a mapping of resource name to quantity, e.g. {nvidia.com/gpu: 1}")
@@ -108,6 +109,27 @@ def check_trainjob(params: dict) -> None:
             f"not workload={wl}; set workload=trainjob or leave trainer_runtime out"
         )
     _operators.check_name("trainer_runtime", runtime, "ClusterTrainingRuntime", label=False)
+
+
+# the workloads Kueue admits as a whole (its integrations for them): not plain pods, whose gang Kueue would not see
+QUEUED_WORKLOADS = ("job", "pytorchjob", "tfjob", "mpijob", "trainjob")
+
+
+def check_queue(params: dict) -> None:
+    """cluster_queue goes with a job kind Kueue admits; expect=queued goes with cluster_queue."""
+    cq, wl = params.get("cluster_queue"), params.get("workload")
+    if cq is not None and not _operators.DNS1123_SUBDOMAIN.match(cq):
+        raise GangError(f"cluster_queue {cq!r} is not a ClusterQueue name (a DNS-1123 subdomain); set it to one")
+    if cq and wl not in QUEUED_WORKLOADS:
+        raise GangError(
+            f"cluster_queue={cq!r} sends the gang through Kueue, which admits jobs, not workload={wl}: set workload to "
+            f"one of {', '.join(QUEUED_WORKLOADS)} (job with gang_scheduler=native), or leave cluster_queue out"
+        )
+    if params.get("expect") == "queued" and not cq:
+        raise GangError(
+            "expect=queued asks for Kueue's hold of the gang for quota, which needs cluster_queue (the ClusterQueue "
+            "the gang is sent to); set cluster_queue, or expect running or pending"
+        )
 
 
 def check_path(params: dict) -> None:
@@ -249,6 +271,8 @@ def expected(params: dict, resources: dict, nodes: list, pods: list) -> tuple[st
     fits, slots = _capacity.gang_fits(per_node, params["replicas"], per_pod)
     cap = {"free_gpus": sum(n["free"] for n in per_node if n["schedulable"]), "fits": fits, "slots": slots}
     exp = params["expect"]
+    if exp == "queued":  # Kueue's quota decides, before any node is looked at
+        return exp, cap
     if exp == "auto":
         exp = "running" if fits else "pending"
     if exp == "running" and not fits:

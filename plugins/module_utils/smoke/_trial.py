@@ -18,7 +18,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._excepti
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import wait_pod_bound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry, _smoke_objects
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict, _watch
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _queue, _verdict, _watch
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._diagnosis import (
     gang_cause,
 )
@@ -236,15 +236,43 @@ class Trial:
         exp = "pending" if control else expect
         self.podgroup = None
         watched_from = 0.0  # when the gang's own clock (its timeline, its decision) started, in the result's seconds
+        # through Kueue (cluster_queue): the run's LocalQueue, the job labelled for it; the gang is the scheduler's
+        # only once Kueue admitted it
+        cq = None if control else params.get("cluster_queue")
+        kueue = None
         try:
-            self.create(docs)
+            if cq:
+                queue = f"smoke-{self.run_id}"
+                _queue.queued(job, queue)
+                self.create([_queue.local_queue(self.ns, queue, self.run_id, cq)])
+                kueue = {"cluster_queue": cq, "local_queue": f"{self.ns}/{queue}"}
+            made = self.create(docs)
             watched_from = time.monotonic() - t0
-            verdict = _watch.watch(self, gang, selector, exp, params["timeout"], job, probe=not control, name=name)
+            verdict = None
+            if cq:
+                job_made = next(o for o in made if o.get("kind") == job["kind"])
+                kueue.update(_queue.admission(self, job_made, cq, params["timeout"]))
+                if not kueue["admitted"]:
+                    verdict = self._kueue_held(job_made, selector, kueue)
+                watched_from = time.monotonic() - t0
+            if verdict is None:
+                left = max(1.0, params["timeout"] - watched_from)
+                verdict = _watch.watch(self, gang, selector, exp, left, job, probe=not control, name=name)
             if not control:
                 cause = gang_cause(verdict, gang, exp, self.describe, params["timeout"], self.liveness, self.path)
+                if verdict == _verdict.KUEUE_HELD_QUOTA and exp != "queued":
+                    cause = (
+                        f"Kueue holds the whole gang for quota (ClusterQueue {cq}): {kueue['held']}; the scheduler "
+                        "never got it. Give the ClusterQueue the quota of the gang, or expect=queued to prove "
+                        "Kueue's hold"
+                    )
         except (_watch.NoPodGroup, _watch.SchedulerDown) as e:
             verdict, cause = _verdict.ERROR, e.msg
         except ApiError as e:
+            verdict, cause = _verdict.ERROR, e.msg
+        except GangError as e:
+            if kueue is None:
+                raise
             verdict, cause = _verdict.ERROR, e.msg
         out = {
             "name": name,
@@ -257,9 +285,28 @@ class Trial:
             out["decided_seconds"] = round(out["decided_seconds"] + watched_from, 2)  # on the clock of "seconds"
         if cause:
             out["cause"] = cause
+        if kueue is not None:
+            out["kueue"] = kueue
         if (job is not None and job["kind"] == "TrainJob") or gang.decide is not None:
             out["podgroup"] = self.podgroup
         return out
+
+    def _kueue_held(self, job: dict, selector: str, kueue: dict) -> str:
+        """The verdict on a gang Kueue holds for quota, with the evidence beside Kueue's word: the job still
+        suspended, and not one of its pods made (a pod would mean Kueue let part of it through)."""
+        path = _api.path(job["kind"], self.ns, job["metadata"]["name"], job["apiVersion"])
+        now = self.client.get_or_none(path, f"{job['kind']} {self.ns}/{job['metadata']['name']}") or job
+        kueue["suspended"] = _queue.suspended(now)
+        pods = self.client.list_or_empty(_api.path("Pod", self.ns), what=f"Pods in {self.ns}", labelSelector=selector)
+        kueue["pods"] = len(pods)
+        if kueue["suspended"] and not pods:
+            return _verdict.KUEUE_HELD_QUOTA
+        raise GangError(
+            f"Kueue says it holds {job['kind']} {self.ns}/{job['metadata']['name']} for quota ({kueue['held']}), yet "
+            f"the job is {'suspended' if kueue['suspended'] else 'not suspended'} with {len(pods)} pod(s) made: "
+            "Kueue's webhook did not suspend it at its creation (is the job kind among Kueue's integrations, and its "
+            "mutating webhook installed?)"
+        )
 
     def liveness_summary(self) -> dict:
         """The result's ``liveness``: the canary's seconds before and during the test."""

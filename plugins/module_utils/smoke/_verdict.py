@@ -27,7 +27,11 @@ TIMEOUT = "timeout"
 ERROR = "error"
 # no member bound and no rejection by the scheduler: nothing proves the gang was held by a live scheduler
 INCONCLUSIVE = "inconclusive"
-VERDICTS = (GANG_HELD_RUNNING, GANG_HELD_PENDING, PARTIAL, TIMEOUT, ERROR, INCONCLUSIVE)
+# sent through Kueue (cluster_queue): Kueue holds the whole job for quota, suspended, not one pod made
+KUEUE_HELD_QUOTA = "kueue_held_quota"
+VERDICTS = (GANG_HELD_RUNNING, GANG_HELD_PENDING, PARTIAL, TIMEOUT, ERROR, INCONCLUSIVE, KUEUE_HELD_QUOTA)
+# the verdict each expect value asks for
+EXPECTED = {"running": GANG_HELD_RUNNING, "pending": GANG_HELD_PENDING, "queued": KUEUE_HELD_QUOTA}
 
 
 def _rv(obj: dict) -> int:
