@@ -10,13 +10,16 @@ SCHEDULER_PLUGINS_MODE ?= second
 
 TRAINER ?=
 WITH_TRAINER := $(filter 1 true yes,$(TRAINER))
+KUEUE ?=
+WITH_KUEUE := $(filter 1 true yes,$(KUEUE))
 
-demo: venv collection ## the lab up (4 GPU nodes), site.yml on it (GANG_SCHEDULER=volcano|scheduler_plugins|koordinator|native, TRAINER=1 for Kubeflow Trainer v2), its report; builds only what that path needs
-	$(PY) -m lab build --for $(GANG_SCHEDULER) $(if $(WITH_TRAINER),--for trainer)
+demo: venv collection ## the lab up (4 GPU nodes), site.yml on it (GANG_SCHEDULER=volcano|scheduler_plugins|koordinator|native, TRAINER=1 for Kubeflow Trainer v2, KUEUE=1 for Kueue in front), its report; builds only what that path needs
+	$(PY) -m lab build --for $(GANG_SCHEDULER) $(if $(WITH_TRAINER),--for trainer) $(if $(WITH_KUEUE),--for kueue)
 	$(PY) -m lab up --reuse
 	ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(VENV)/bin/ansible-playbook -i inventories/lab playbooks/site.yml \
 	  -e gangsched_gang_scheduler=$(GANG_SCHEDULER) -e scheduler_plugins_mode=$(SCHEDULER_PLUGINS_MODE) \
-	  -e gang_smoke_test_control=true $(if $(WITH_TRAINER),-e gangsched_trainer=true)
+	  -e gang_smoke_test_control=true $(if $(WITH_TRAINER),-e gangsched_trainer=true) \
+	  $(if $(WITH_KUEUE),-e gangsched_kueue=true $(if $(filter native,$(GANG_SCHEDULER)),-e native_gang_job_integration=true))
 
 scheduler-demo: build ## the lab alone, no collection: gang vs no gang with the real schedulers
 	$(PY) -m lab gang-demo

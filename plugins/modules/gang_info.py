@@ -45,6 +45,16 @@ description:
     (one list per runtime kind and one of TrainJobs); the Kubeflow v1 jobs only when a TrainJob on a
     C(coscheduling) runtime could clash with them (one list per job kind an operator gangs on
     scheduler-plugins).
+  - Where Kueue's CRD C(clusterqueues.kueue.x-k8s.io) is Established, RV(kueue) reports its controllers, the
+    integrations and C(waitForPodsReady) of their Configuration, its ClusterQueues, LocalQueues and Workloads (one list
+    of each, one of ResourceFlavors, and one list per job kind served of the jobs that carry the
+    C(kueue.x-k8s.io/queue-name) label); elsewhere it is null after that one CRD read. RV(problems) then also lists a
+    job sent to a LocalQueue its namespace does not have; an admitted Workload whose pods are bound in part, the others
+    unbound for O(partial_threshold_seconds) or more (Kueue admits by quota, not by what the nodes can place); a
+    Workload evicted by C(waitForPodsReady) and requeued again and again, with whether the job asks for more GPUs than
+    the schedulable nodes hold or its ClusterQueue's C(nvidia.com/gpu) quota is more than they hold; jobs sent to a
+    queue of a kind whose integration Kueue does not run (it makes no Workload for them); and a ClusterQueue that is not
+    Active, with Kueue's reason (for example a ResourceFlavor it names missing).
   - RV(partial_gangs) lists PodGroups and Kubeflow jobs with some members bound and others Pending
     longer than O(partial_threshold_seconds), with the GPUs they hold; this is the deadlock the
     all-or-nothing rule prevents.
@@ -273,6 +283,62 @@ trainer:
       sample: [{"kind": "ClusterTrainingRuntime", "namespace": null, "name": "torch-distributed",
                 "gang_policy": "coscheduling", "scheduler_names": {"node": "scheduler-plugins-scheduler"},
                 "gang_ready": true}]
+kueue:
+  description:
+    - Kueue, where its ClusterQueue CRD C(clusterqueues.kueue.x-k8s.io) is Established (its C(v1beta2) API, else
+      C(v1beta1)); null elsewhere.
+  returned: always
+  type: dict
+  contains:
+    controllers:
+      description:
+        - Deployments running Kueue's image (C(kueue/kueue), whatever their name and namespace); C(version) is the
+          image tag; C(configuration) is the ConfigMap (C(namespace/name)) its C(--config) file is mounted from, null
+          where it has none.
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"deployment": "kueue-system/kueue-controller-manager", "container": "manager",
+                "image": "registry.k8s.io/kueue/kueue:v0.17.0", "version": "v0.17.0", "ready": true,
+                "configuration": "kueue-system/kueue-manager-config"}]
+    integrations:
+      description: The job frameworks Kueue integrates (C(integrations.frameworks) of its Configuration, C(batch/job)
+        where unset); null when no controller runs or its Configuration could not be read.
+      returned: always
+      type: list
+      elements: str
+      sample: ["batch/job", "kubeflow.org/pytorchjob"]
+    wait_for_pods_ready:
+      description: The C(waitForPodsReady) section of its Configuration as written; null where it is off or not read.
+      returned: always
+      type: dict
+      sample: {"timeout": "5m", "blockAdmission": false, "requeuingStrategy": {"backoffBaseSeconds": 60}}
+    cluster_queues:
+      description:
+        - Each ClusterQueue with C(quota) (per resource, C(nominalQuota) summed over its flavors), C(used) (per
+          resource, its C(status.flavorsReservation), else C(flavorsUsage)), its pending and admitted workloads and
+          C(active) (its C(Active) condition; null without one).
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"name": "gpu-cluster-queue", "quota": {"cpu": 64, "memory": 274877906944, "nvidia.com/gpu": 8},
+                "used": {"nvidia.com/gpu": 4}, "pending_workloads": 1, "admitted_workloads": 1, "active": true}]
+    local_queues:
+      description: Each LocalQueue with the ClusterQueue it sends to.
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"namespace": "team-a", "name": "gpu", "cluster_queue": "gpu-cluster-queue"}]
+    workloads:
+      description:
+        - Each of Kueue's Workloads with its job (C(owner), C(Kind/name)), its LocalQueue, whether it is admitted and
+          holds quota, the reason it is evicted (null when it is not), how many times C(waitForPodsReady) requeued it
+          (C(status.requeueState.count)) and C(pods_ready) (its C(PodsReady) condition; null without one).
+      returned: always
+      type: list
+      elements: dict
+      sample: [{"namespace": "team-a", "name": "pytorchjob-resnet-3b1c2", "owner": "PyTorchJob/resnet", "queue": "gpu",
+                "admitted": true, "quota_reserved": true, "evicted": null, "requeue_count": 0, "pods_ready": true}]
 problems:
   description: What breaks gang scheduling, each with the object, a message and a fix.
   returned: always

@@ -126,11 +126,12 @@ def test_a_previous_pin_is_a_unit_of_its_own_and_the_runner_runs_the_build_of_th
 
 
 def test_every_gang_path_and_trainer_has_a_demo_build_of_its_own_units():
-    """`make demo GANG_SCHEDULER=<path>` (and TRAINER=1) builds the base and that path's units, no other path's."""
+    """`make demo GANG_SCHEDULER=<path>` (and TRAINER=1, KUEUE=1) builds the base and that path's units, no other
+    path's."""
     from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
     own = {p: set(build.PATH_UNITS[p]) for p in build.PATH_UNITS}
-    for path in [*_registry.names(), "trainer"]:
+    for path in [*_registry.names(), "trainer", "kueue"]:
         units = set(build.units_for([path]))
         others = set().union(*(v for p, v in own.items() if p != path)) - own[path]
         assert units == set(build.BASE_UNITS) | own[path] and not units & others, (path, units)

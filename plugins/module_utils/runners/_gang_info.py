@@ -13,6 +13,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _flags,
     _gpu_node_facts,
     _images,
+    _kueue_problems,
     _operators,
     _pod_facts,
     _podgroups,
@@ -24,6 +25,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _n
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import (
     _gang_info_gangs,
     _gang_info_job,
+    _gang_info_kueue,
     _gang_info_native,
     _gang_info_trainer,
 )
@@ -224,7 +226,8 @@ def gather(client, params: dict, now: float) -> dict:
     threshold = params["partial_threshold_seconds"]
     # every pod folded as the scan decodes it, none kept: memory grows with the nodes and gangs, not the pods
     pods = _pod_facts.PodFold(now, threshold, trainers)
-    client.scan(_api.path("Pod"), what="Pods (all namespaces)", keep=pods)
+    queued = _kueue_problems.QueuedPods(now, threshold)  # the pods of Kueue's admitted workloads
+    client.scan(_api.path("Pod"), what="Pods (all namespaces)", keep=_gang_info_kueue.Folds(pods, queued))
     per_node = pods.nodes_capacity(nodes)
     for entry, node in zip(per_node, nodes, strict=True):
         entry["labels"] = node["metadata"].get("labels") or {}
@@ -285,6 +288,8 @@ def gather(client, params: dict, now: float) -> dict:
     trainer_in_use = (trainer_facts or {}).pop("_in_use", [])
     if trainer_in_use:
         in_use["trainer"] = _gang_info_gangs.in_use_entry(trainer_in_use)
+    kueue_facts, kueue_probs = _gang_info_kueue.kueue_info(client, deployments, queued, per_node, threshold)
+    probs += kueue_probs
     for o in ops:
         o.pop("_container")
     controllers = (trainer_facts or {}).get("controllers") or []
@@ -306,6 +311,7 @@ def gather(client, params: dict, now: float) -> dict:
         "operators": ops,
         "device_plugins": plugins,
         "trainer": trainer_facts,
+        "kueue": kueue_facts,
         "native_gang": native_facts,
         "in_use": in_use,
         "problems": probs,
