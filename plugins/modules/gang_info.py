@@ -333,12 +333,14 @@ kueue:
       description:
         - Each of Kueue's Workloads with its job (C(owner), C(Kind/name)), its LocalQueue, whether it is admitted and
           holds quota, the reason it is evicted (null when it is not), how many times C(waitForPodsReady) requeued it
-          (C(status.requeueState.count)) and C(pods_ready) (its C(PodsReady) condition; null without one).
+          (C(status.requeueState.count)), C(pods_ready) (its C(PodsReady) condition; null without one) and C(said)
+          (Kueue's message while it holds no quota for it, why it waits; null once it holds quota).
       returned: always
       type: list
       elements: dict
       sample: [{"namespace": "team-a", "name": "pytorchjob-resnet-3b1c2", "owner": "PyTorchJob/resnet", "queue": "gpu",
-                "admitted": true, "quota_reserved": true, "evicted": null, "requeue_count": 0, "pods_ready": true}]
+                "admitted": true, "quota_reserved": true, "evicted": null, "requeue_count": 0, "pods_ready": true,
+                "said": null}]
 problems:
   description: What breaks gang scheduling, each with the object, a message and a fix.
   returned: always
@@ -401,6 +403,12 @@ job:
       type: dict
     queue:
       description: The Volcano queue its PodGroup names, with the queue's spec and status; null off Volcano.
+      type: dict
+    kueue:
+      description:
+        - Where the job is sent to a Kueue queue (its C(kueue.x-k8s.io/queue-name) label) - C(local_queue), whether that
+          LocalQueue exists and the ClusterQueue it sends to, and the job's Workload as RV(kueue.workloads) gives it
+          (null when Kueue made none). Null when the job names no queue.
       type: dict
     quotas:
       description: The ResourceQuotas of its namespace, each with C(hard) and C(used).

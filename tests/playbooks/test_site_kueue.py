@@ -14,7 +14,7 @@ import json
 import time
 
 import pytest
-from ansible_run import playbook
+from ansible_run import module, playbook
 from kubernetes import client as k
 
 from lab import kube, scenarios
@@ -102,6 +102,10 @@ def test_site_installs_kueue_in_front_of_volcano_and_proves_the_gang(lab, site):
     assert {"jobs", "pytorchjobs", "mpijobs", "trainjobs", "clusterqueues", "workloads"} <= kinds, kinds
     cq = _co(lab).get_cluster_custom_object(*KQ, "clusterqueues", CQ)
     assert _condition(cq, "Active").get("status") == "True", cq.get("status")
+    # gang_info reads Kueue and finds nothing wrong on the healthy lab
+    info = module(lab, "gang_info")
+    assert info["problems"] == [], info["problems"]
+    assert [q["name"] for q in info["kueue"]["cluster_queues"]] == [CQ], info["kueue"]
 
 
 def test_second_run_changes_nothing(lab, site):
@@ -147,6 +151,10 @@ def test_admitted_gang_runs_whole_over_quota_is_held_by_kueue_and_an_unplaceable
     assert reserved.get("status") == "False" and "couldn't assign flavors" in reserved.get("message", ""), reserved
     assert _pytorchjob(lab, "over")["spec"]["runPolicy"]["suspend"] is True
     assert _podgroup(lab, "over") is None
+    # why.yml's explanation of it: Kueue's word first, as no scheduler has seen it
+    why = module(lab, "gang_info", job={"kind": "PyTorchJob", "namespace": NS, "name": "over"})["job"]
+    assert why["why"].startswith("held by Kueue, not admitted") and "insufficient" in why["why"], why["why"]
+    assert why["kueue"]["workload"]["name"] == over["metadata"]["name"], why["kueue"]
     # the evicted one: suspended again, requeued, its pods gone
     kube.wait_for(lambda: _pytorchjob(lab, "nofit")["spec"]["runPolicy"].get("suspend") is True, 60, "nofit suspended")
     nofit = _workload(lab, "nofit")

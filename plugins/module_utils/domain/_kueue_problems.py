@@ -240,6 +240,8 @@ def workload_fact(w: dict) -> dict:
         "evicted": _evicted(w),
         "requeue_count": w["status"]["requeue_count"],
         "pods_ready": None if ready is None else ready == "True",
+        # Kueue's word while it holds no quota for it (why it waits: over the quota, a LocalQueue missing, ...)
+        "said": None if _true(w, "QuotaReserved") else condition(w, "QuotaReserved").get("message"),
     }
 
 

@@ -294,7 +294,11 @@ def gather(client, params: dict, now: float) -> dict:
         o.pop("_container")
     controllers = (trainer_facts or {}).get("controllers") or []
     support = _support.of_cluster(schedulers, ops, controllers, version.get("gitVersion"))
-    job = _gang_info_job.explain(client, params["job"], facts, ops, probs) if params.get("job") else None
+    job = (
+        _gang_info_job.explain(client, params["job"], {**facts, "kueue": kueue_facts}, ops, probs)
+        if params.get("job")
+        else None
+    )
     gpu = [n for n in per_node if n["capacity"]]
     out = {
         "kubernetes_version": version.get("gitVersion"),

@@ -102,12 +102,59 @@ def _events(client, ns: str, names: set[str]) -> list[str]:
     ]
 
 
-def _why(found, rows: list[dict], pg: dict | None, said: str | None, touching: list[dict], what: str) -> str:
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def _kueue(obj: dict | None, kind: str, ns: str, name: str, kueue: dict | None) -> dict | None:
+    """The job's part in Kueue: the LocalQueue its label names (and whether it exists, and where it sends) and the
+    Workload Kueue made for it, from gang_info's ``kueue`` fact; None when it names no queue."""
+    queue = (((obj or {}).get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+    if not queue:
+        return None
+    kueue = kueue or {}
+    lq = next((q for q in kueue.get("local_queues") or [] if (q["namespace"], q["name"]) == (ns, queue)), None)
+    wl = next(
+        (w for w in kueue.get("workloads") or [] if w["namespace"] == ns and w["owner"] == f"{kind}/{name}"), None
+    )
+    return {
+        "local_queue": queue,
+        "local_queue_found": lq is not None,
+        "cluster_queue": (lq or {}).get("cluster_queue"),
+        "workload": wl,
+    }
+
+
+def _kueue_why(k: dict | None, what: str) -> str | None:
+    """Why a job sent to a Kueue queue waits before any gang scheduler sees it: Kueue's own word on its Workload."""
+    if not k:
+        return None
+    wl = k["workload"]
+    if wl is None:
+        return (
+            f"{what} is sent to LocalQueue {k['local_queue']}, but Kueue made no Workload for it: check that Kueue "
+            "runs with the integration of its kind (gang_info's kueue.integrations)"
+        )
+    if wl["admitted"]:
+        return None
+    again = f", after {wl['requeue_count']} eviction(s) by waitForPodsReady" if wl["requeue_count"] else ""
+    return (
+        f"held by Kueue, not admitted{again}: its Workload {wl['name']} holds no quota of ClusterQueue "
+        f"{k['cluster_queue'] or '(none: its LocalQueue is missing)'}, Kueue says: {wl['said'] or 'nothing yet'}. "
+        "It starts when the ClusterQueue's quota frees (jobs before it finish), or with more quota"
+    )
+
+
+def _why(
+    found, rows: list[dict], pg: dict | None, said: str | None, touching: list[dict], what: str, kueue=None
+) -> str:
     """One line: why the job is where it is, and what to do, from the evidence gathered."""
     if not found:
         return f"{what} does not exist: check its kind, namespace and name"
     if touching:
         return f"{touching[0]['message']}. Fix: {touching[0]['fix']}"
+    held = _kueue_why(kueue, what)
+    if held and not rows:
+        return held
     bound = [r for r in rows if r["node"]]
     if not rows:
         if pg is not None:
@@ -139,9 +186,10 @@ def explain(client, job: dict, facts: dict, ops: list[dict], problems: list[dict
     """gang_info's ``job`` fact: the chain of one job, from what the run read and a few reads of its namespace."""
     kind, ns, name = job["kind"], job["namespace"], job["name"]
     what = f"{kind} {ns}/{name}"
-    found = True
+    found, obj = True, None
     if kind != "PodGroup":
-        found = client.get_or_none(_api.path(kind, ns, name), what) is not None
+        obj = client.get_or_none(_api.path(kind, ns, name), what)
+        found = obj is not None
     path, pg = _podgroup(facts, ns, name)
     if kind == "PodGroup" and pg is None:
         found = False
@@ -171,6 +219,7 @@ def explain(client, job: dict, facts: dict, ops: list[dict], problems: list[dict
         ),
         None,
     )
+    kueue = _kueue(obj, kind, ns, name, facts.get("kueue"))
     out = {
         "kind": kind,
         "namespace": ns,
@@ -185,12 +234,13 @@ def explain(client, job: dict, facts: dict, ops: list[dict], problems: list[dict
             "scheduler_said": said,
         },
         "queue": queue,
+        "kueue": kueue,
         "quotas": _quotas(client, ns) if found else [],
         "pods": rows,
         "events": _events(client, ns, names) if found else [],
         "operator_flag": flag,
         "problems": touching,
-        "why": _why(found, rows, pg, said, touching, what),
+        "why": _why(found, rows, pg, said, touching, what, kueue),
     }
     out["summary"] = summary(out)
     return out
@@ -205,6 +255,12 @@ def summary(job: dict) -> list[str]:
     if q:
         state = (q.get("status") or {}).get("state") or "no state"
         lines.append(f"queue: {q['name']} ({state if q['found'] else 'missing'})")
+    k = job.get("kueue")
+    if k:
+        wl = k["workload"] or {}
+        state = "admitted" if wl.get("admitted") else f"not admitted ({wl.get('said') or 'no Workload'})"
+        to = f"to ClusterQueue {k['cluster_queue']}" if k["local_queue_found"] else "missing"
+        lines.append(f"kueue: LocalQueue {k['local_queue']} ({to}), Workload {wl.get('name') or '(none)'}: {state}")
     for quota in job["quotas"]:
         used = ", ".join(f"{k} {quota['used'].get(k, 0)}/{v}" for k, v in sorted(quota["hard"].items()))
         lines.append(f"quota {quota['name']}: {used}")
