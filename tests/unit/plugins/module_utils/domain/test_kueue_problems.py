@@ -225,6 +225,7 @@ def test_a_healthy_kueue_has_its_facts_and_no_problem():
             "evicted": None,
             "requeue_count": 0,
             "pods_ready": True,
+            "said": None,
         }
     ]
 
