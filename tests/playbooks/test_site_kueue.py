@@ -1,12 +1,14 @@
-"""site.yml with Kueue in front of Volcano (gangsched_kueue=true) on a fresh lab of 4 one-GPU nodes, with a ClusterQueue
-of 6 GPUs (more than the lab has, so that an admitted gang can still be one the scheduler cannot place) and
-waitForPodsReady at 30 s. Kueue runs from the Deployment the role applied, as its own ServiceAccount, with no call
-refused, and only its own kinds' and its integrations' webhooks (none on pods); the smoke test's gangs, which name no
-queue, are proven as without Kueue; a second run changes nothing. Then PyTorchJobs sent to the LocalQueue, as users
-send them: one of 4 GPUs admitted and all 4 Running together; while it runs, one of 3 GPUs over the quota held by Kueue
-(suspended, not one pod, no PodGroup); one of 2 GPUs within the quota admitted, then held whole by Volcano (no member
-ever bound) and evicted by waitForPodsReady, its job suspended again and requeued. uninstall.yml refuses while Kueue
-holds those workloads, changing nothing, and once they are gone removes Kueue and keeps the queues and CRDs."""
+"""site.yml with Kueue in front of Volcano (gangsched_kueue=true) on a fresh lab of 4 one-GPU nodes: check mode first,
+which creates nothing; then a ClusterQueue of 6 GPUs (more than the lab has, so that an admitted gang can still be one
+the scheduler cannot place) and waitForPodsReady at 30 s. Kueue runs from the Deployment the role applied, as its own
+ServiceAccount, with no call refused, and only its own kinds' and its integrations' webhooks (none on pods); the smoke
+test sends its gangs through the ClusterQueue: 4 admitted and Running together, 5 admitted and held whole by Volcano,
+7 held by Kueue for quota; gang_info finds no problem; a second run changes nothing. Then PyTorchJobs sent to a
+LocalQueue, as users send them: one of 4 GPUs admitted and all 4 Running together; while it runs, one of 3 GPUs over
+the quota held by Kueue (suspended, not one pod, no PodGroup; why.yml's explanation quotes Kueue); one of 2 GPUs within
+the quota admitted, then held whole by Volcano (no member ever bound) and evicted by waitForPodsReady, its job
+suspended again and requeued. uninstall.yml refuses while Kueue holds those workloads, changing nothing, and once they
+are gone removes Kueue and keeps the queues and CRDs."""
 
 from __future__ import annotations
 
@@ -74,6 +76,21 @@ def _podgroup(lab, job: str) -> dict | None:
         if e.status == 404:
             return None
         raise
+
+
+def test_check_mode_on_a_fresh_lab_writes_nothing(lab):
+    """Before anything is installed: check mode passes, reports what it would create, and creates nothing."""
+    kube.ensure_namespace(k.CoreV1Api(kube.api(lab)), NS)
+    run = playbook(lab, "site", check=True, **EXTRA)
+    assert run.rc == 0, run.failures()
+    assert any(
+        "would create ResourceFlavor gpu, ClusterQueue gpu-cluster-queue" in m
+        for m in run.messages("the queues the dry run could not predict")
+    )
+    names = {n.metadata.name for n in k.CoreV1Api(kube.api(lab)).list_namespace().items}
+    assert KUEUE_NS not in names, names
+    crds = k.ApiextensionsV1Api(kube.api(lab)).list_custom_resource_definition().items
+    assert not [c.metadata.name for c in crds if c.metadata.name.endswith(".kueue.x-k8s.io")]
 
 
 @pytest.fixture(scope="module")
