@@ -8,6 +8,8 @@ import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _queue, _smoke_input
 
+from tests.unit.plugins.module_utils.runners.test_component_ready_runner import Clock
+
 JOB = {
     "apiVersion": "kubeflow.org/v1",
     "kind": "PyTorchJob",
@@ -29,17 +31,6 @@ def workload(*conds, owner=("PyTorchJob", "smoke-r1-gang", "u1"), requeue=None) 
         "metadata": {"name": "pytorchjob-x-1", "ownerReferences": [{"kind": kind, "name": name, "uid": uid}]},
         "status": status,
     }
-
-
-class Clock:
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self):
-        return self.t
-
-    def sleep(self, s):
-        self.t += s
 
 
 class Trial:
