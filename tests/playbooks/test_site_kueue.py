@@ -8,7 +8,8 @@ LocalQueue, as users send them: one of 4 GPUs admitted and all 4 Running togethe
 the quota held by Kueue (suspended, not one pod, no PodGroup; why.yml's explanation quotes Kueue); one of 2 GPUs within
 the quota admitted, then held whole by Volcano (no member ever bound) and evicted by waitForPodsReady, its job
 suspended again and requeued. uninstall.yml refuses while Kueue holds those workloads, changing nothing, and once they
-are gone removes Kueue and keeps the queues and CRDs."""
+are gone removes Kueue and keeps the queues and CRDs; asked to remove the CRDs too, it refuses while Kueue is gone (its
+finalizer on the queues), and with Kueue back removes every queue object, then the CRDs."""
 
 from __future__ import annotations
 
@@ -212,3 +213,15 @@ def test_uninstall_refuses_while_kueue_holds_workloads_then_keeps_the_queues(lab
     # the queues stay (kueue_uninstall_queues false), and so do the CRDs
     assert co.get_cluster_custom_object(*KQ, "clusterqueues", CQ)
     assert co.get_namespaced_custom_object(*KQ, NS, "localqueues", QUEUE)
+
+    # the CRDs asked to go with Kueue gone: refused (only Kueue removes the queues' finalizer), nothing changed
+    run = playbook(lab, "uninstall", **EXTRA, kueue_uninstall_crds=True)
+    assert run.rc != 0 and "only Kueue removes the finalizer" in run.failures(), run.failures()
+    assert co.get_cluster_custom_object(*KQ, "clusterqueues", CQ)
+    # with Kueue back: every queue object, then the CRDs, gone
+    run = playbook(lab, "site", "--skip-tags", "smoke", **EXTRA)
+    assert run.rc == 0, run.failures()
+    run = playbook(lab, "uninstall", **EXTRA, kueue_uninstall_crds=True)
+    assert run.rc == 0, run.failures()
+    crds = k.ApiextensionsV1Api(kube.api(lab)).list_custom_resource_definition().items
+    assert not [c.metadata.name for c in crds if c.metadata.name.endswith(".kueue.x-k8s.io")]
