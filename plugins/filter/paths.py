@@ -27,6 +27,8 @@ def gang_path(name) -> dict:
         "trainer": p.podgroup_kind in _trainer_runtimes.POLICY,
         "workloads": list(p.workloads),
         "queues": p.queues,
+        "kueue_workload": p.kueue_workload,
+        "kueue_requires": None if p.kueue_requires is None else dict(zip(("var", "why"), p.kueue_requires)),
     }
 
 

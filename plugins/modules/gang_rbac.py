@@ -57,8 +57,9 @@ options:
       - For V(trainer), the PodGroups of that scheduler's group are writable and the other group's readable (Trainer
         watches the PodGroups of every kind whose CRD exists when it starts). V(jobset) has the same rights for both.
       - V(native) (kube-scheduler's own gang) is refused before any change, as no Kubeflow component writes its Workloads
-        and PodGroups, and kube-scheduler's own rights on them are Kubernetes' bootstrap RBAC; but for V(kueue), whose
-        rights (its queues, the jobs it admits) are the same in front of every gang path.
+        and PodGroups, and kube-scheduler's own rights on them are Kubernetes' bootstrap RBAC.
+      - V(kueue) needs none, and takes any - its rights (its queues, the jobs it admits) are the same in front of every
+        gang path.
     type: str
     choices: [volcano, scheduler_plugins, koordinator, native]
   service_account:

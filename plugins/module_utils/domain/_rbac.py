@@ -25,8 +25,9 @@ COMPONENTS = {
     "koord_scheduler": ("koordinator-system", "koord-scheduler", ("koordinator",)),
     "trainer": ("kubeflow-system", "kubeflow-trainer-controller-manager", OPS),
     "jobset": ("jobset-system", "jobset-controller-manager", OPS),
-    # Kueue admits jobs in front of every gang path: its rights do not depend on the PodGroup kind
-    "kueue": ("kueue-system", "kueue-controller-manager", ("volcano", "scheduler_plugins", "koordinator", "native")),
+    # Kueue admits jobs in front of every gang path: its rights do not depend on the gang path (PATH_FREE), and no
+    # path is named for it (an empty tuple: any, or none given)
+    "kueue": ("kueue-system", "kueue-controller-manager", ()),
 }
 
 
@@ -251,8 +252,8 @@ _KUEUE = [
     _r("scheduling.k8s.io", ["priorityclasses"], RO),
     _r("apps", ["deployments", "replicasets", "statefulsets"], RO),
 ]
-for _gang in COMPONENTS["kueue"][2]:
-    RULES[("kueue", _gang)] = [dict(r) for r in _KUEUE]
+# the components whose rights are the same whatever the gang path
+PATH_FREE = {"kueue": _KUEUE}
 
 
 # Coscheduling inside the default kube-scheduler (scheduler-plugins mode=default): kube-scheduler runs
@@ -266,8 +267,11 @@ def coscheduling_rules() -> list[dict]:
     return [dict(r) for r in RULES[("scheduler_plugins_scheduler", "scheduler_plugins")] if r["apiGroups"] == [SP]]
 
 
-def required_rules(component: str, gang_scheduler: str) -> list[dict]:
-    """The gang rights of ``component`` with the PodGroups of ``gang_scheduler`` (refused where it has none)."""
+def required_rules(component: str, gang_scheduler: str | None) -> list[dict]:
+    """The gang rights of ``component`` with the PodGroups of ``gang_scheduler`` (refused where it has none); a
+    component of PATH_FREE has the same whatever the path (``gang_scheduler`` may be None)."""
+    if component in PATH_FREE:
+        return [dict(r) for r in PATH_FREE[component]]
     allowed = COMPONENTS[component][2]
     if gang_scheduler not in allowed:
         raise GangError(

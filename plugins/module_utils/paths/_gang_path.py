@@ -49,6 +49,10 @@ class GangPath:
     decision_api_version: str | None = None
     # its scheduler may be out of sight (a managed control plane): the liveness canary alone proves it runs
     canary_proves_scheduler = False
+    # in front of it, Kueue (which admits whole jobs): the job the smoke test sends through Kueue, and the variable that
+    # must be true for a job to be one gang of this path there, with why (None: nothing)
+    kueue_workload = "pytorchjob"
+    kueue_requires: tuple[str, str] | None = None
 
     # ---- the API the path needs, checked before the smoke test creates anything --------------------------------
     def crd(self) -> str | None:

@@ -340,6 +340,13 @@ class NativeGang(_gang_path.GangPath):
     role = "native_gang"
     workloads = ("pods", "job")
     operator_flag = False
+    # Kueue admits jobs, and of jobs only an Indexed Job is one native gang (no Kubeflow job makes one yet)
+    kueue_workload = "job"
+    kueue_requires = (
+        "native_gang_job_integration",
+        "Kueue admits jobs, and of jobs only an Indexed Job is one native gang, made by the Job controller with the "
+        "WorkloadWithJob gate (kube-scheduler's own gang has no Kubeflow job yet)",
+    )
     decision = True
     canary_proves_scheduler = True
     decision_api_version = API_VERSION
@@ -387,8 +394,6 @@ class NativeGang(_gang_path.GangPath):
         return operator_refusal("A Kubeflow Trainer v2 runtime")
 
     def rbac_refusal(self, component):
-        if component == "kueue":  # in front of the gang: its rights are the same on every path
-            return None
         return (
             f"gang_scheduler=native grants nothing to component={component}: no Kubeflow component creates "
             "kube-scheduler's Workloads and PodGroups, and kube-scheduler's and the Job controller's rights on them "

@@ -25,11 +25,13 @@ def resolve(params: dict) -> tuple[str, str, str, str]:
     component = params["component"]
     d_ns, d_sa, schedulers = _rbac.COMPONENTS[component]
     gang = params.get("gang_scheduler")
-    if not gang:
+    if not gang and component not in _rbac.PATH_FREE:
         if len(schedulers) > 1:
             raise GangError(f"gang_scheduler is required for component={component} (one of {', '.join(schedulers)})")
         gang = schedulers[0]
-    refusal = _registry.get(gang).rbac_refusal(component) if gang in _registry.PATHS else None
+    # a path-free component (Kueue) is the same in front of any path: no path refuses it
+    free = component in _rbac.PATH_FREE
+    refusal = _registry.get(gang).rbac_refusal(component) if gang in _registry.PATHS and not free else None
     if refusal:
         raise GangError(refusal)
     sa_opt = params.get("service_account") or {}

@@ -252,9 +252,8 @@ def test_filter_refusals_are_filter_errors(docs, frameworks, message):
 # ---- Kueue's rights in the gang_rbac table -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("gang", ["volcano", "scheduler_plugins", "koordinator", "native"])
+@pytest.mark.parametrize("gang", [*_registry.GANG_PATHS, None])
 def test_kueue_rights_on_every_gang_path_without_wildcard(gang):
-    assert gang in _registry.GANG_PATHS
     rules = _rbac.required_rules("kueue", gang)
     assert rules and not any(_rbac.has_wildcard(r) for r in rules)
     granted = set(_rbac.checks(rules))
@@ -276,7 +275,6 @@ def test_kueue_rights_on_every_gang_path_without_wildcard(gang):
         "name-limited rights of its install, not the table's"
     )
     assert rules == _rbac.required_rules("kueue", "volcano"), "the same in front of every gang path"
-    assert _registry.get(gang).rbac_refusal("kueue") is None
     role, binding = gang_rbac_objects("kueue", gang, {"namespace": "kueue-system", "name": "kueue-controller-manager"})
     assert role["rules"] == rules
     assert binding["subjects"] == [
@@ -284,9 +282,8 @@ def test_kueue_rights_on_every_gang_path_without_wildcard(gang):
     ]
 
 
-def test_native_path_refuses_trainer_but_not_kueue():
-    native = _registry.get("native")
-    assert native.rbac_refusal("kueue") is None
-    assert native.rbac_refusal("trainer")
+def test_native_path_refuses_trainer_but_not_kueue_whose_rights_are_path_free():
+    assert "kueue" in _rbac.PATH_FREE and _registry.get("native").rbac_refusal("trainer")
+    assert gang_rbac_objects("kueue", "native")[0]["rules"] == _rbac.required_rules("kueue", None)
     with pytest.raises(AnsibleFilterError, match="gang_scheduler=native grants nothing to component=trainer"):
         gang_rbac_objects("trainer", "native")
