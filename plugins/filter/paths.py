@@ -28,7 +28,9 @@ def gang_path(name) -> dict:
         "workloads": list(p.workloads),
         "queues": p.queues,
         "kueue_workload": p.kueue_workload,
-        "kueue_requires": None if p.kueue_requires is None else dict(zip(("var", "why"), p.kueue_requires, strict=True)),
+        "kueue_requires": None
+        if p.kueue_requires is None
+        else dict(zip(("var", "why"), p.kueue_requires, strict=True)),
     }
 
 
