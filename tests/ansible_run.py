@@ -204,6 +204,7 @@ class Run:
                 "Through Kueue, a gang over the ClusterQueue's quota is held by Kueue, suspended, not one pod made",
             )
             for r in self.results(f"gangsched.kubeflow.gang_smoke_test : {name}")
+            if not r.get("skipped")
         ]
 
     def facts(self, name: str) -> list:
