@@ -227,6 +227,43 @@ CASES = {
             ],
         ),
     },
+    "kueue": {
+        "every rule": (
+            {
+                "kueue_version": "v0.17.0",
+                "kueue_namespace": "Bad",
+                "kueue_integrations": ["pod", "batch/job"],
+                "kueue_wait_for_pods_ready_timeout": "5 minutes",
+                "kueue_quota": {"nvidia.com/gpu": 4},
+                "kueue_local_queues": [{"namespace": "team-a"}],
+                "kueue_wait_timeout": 0,
+            },
+            [
+                "kueue_version must be X.Y.Z",
+                "kueue_namespace must be a DNS label",
+                "kueue_integrations must be a non-empty list among",
+                "kueue_wait_for_pods_ready_timeout must be a duration",
+                "kueue_quota must give nvidia.com/gpu, cpu and memory",
+                "kueue_local_queues entries must be dicts with namespace and name",
+                "kueue_wait_timeout must be seconds > 0",
+            ],
+        ),
+        "0.16": ({"kueue_version": "0.16.2"}, ["kueue_version=0.16.2 is not supported"]),
+        "TrainJobs without JobSets, a LocalQueue named default": (
+            {
+                "kueue_integrations": ["trainer.kubeflow.org/trainjob"],
+                "kueue_local_queues": [{"namespace": "team-a", "name": "default"}],
+            },
+            [
+                "kueue_integrations lists trainer.kubeflow.org/trainjob without jobset.x-k8s.io/jobset",
+                "kueue_local_queues names a LocalQueue default",
+            ],
+        ),
+        "release sources": (
+            {"kueue_crd_src": "/nonexistent"},
+            ["kueue_crd_src=/nonexistent is neither an http(s) URL nor a local directory"],
+        ),
+    },
     "gang_smoke_test": {
         "every rule": (
             {
@@ -254,6 +291,13 @@ CASES = {
             [
                 "gang_smoke_test_workload=pytorchjob with gang_smoke_test_gang_scheduler=native: workload=pytorchjob "
                 "cannot be tested with gang_scheduler=native"
+            ],
+        ),
+        "a queue for pods": (
+            {"gang_smoke_test_cluster_queue": "gpu-cluster-queue", "gang_smoke_test_workload": "pods"},
+            [
+                "gang_smoke_test_cluster_queue=gpu-cluster-queue sends the gangs through Kueue, which admits jobs, not "
+                "gang_smoke_test_workload=pods"
             ],
         ),
         "a Job for Volcano": (
