@@ -112,10 +112,10 @@ options:
         O(gang_scheduler=koordinator), without one).
       - V(trainjob) is a Kubeflow Trainer v2 TrainJob; Trainer has no gang flag, its runtime's
         C(podGroupPolicy) makes the gang (see the description and O(trainer_runtime)).
-      - V(job) is an Indexed C(batch/v1) Job of O(replicas) pods run at once, with
+      - V(job) is an Indexed C(batch/v1) Job of O(replicas) pods run at once. With O(gang_scheduler=native) it carries
         C(spec.scheduling.schedulingPolicy.gang), which the Job controller makes one native gang of (the
-        C(WorkloadWithJob) feature gate); only with O(gang_scheduler=native). Without the Job integration the
-        verdict is V(error) naming the gate.
+        C(WorkloadWithJob) feature gate; without the Job integration the verdict is V(error) naming the gate); with
+        O(gang_scheduler=koordinator) its pod template carries the label gang. Not with the other paths.
     type: str
     default: pods
     choices: [pods, job, pytorchjob, tfjob, mpijob, trainjob]
@@ -165,7 +165,7 @@ options:
         not suffice), with the job still suspended and not one pod made - V(kueue_held_quota), the verdict of
         O(expect=queued). No Workload within 30 seconds (Kueue not running, or without the integration for the job's
         kind), or Kueue calling it inadmissible - V(error) naming Kueue and the fix.
-      - Only with O(workload) V(pytorchjob), V(tfjob), V(mpijob), V(trainjob) or V(job) (native), the kinds Kueue admits
+      - Only with O(workload) V(pytorchjob), V(tfjob), V(mpijob), V(trainjob) or V(job), the kinds Kueue admits
         as a whole. The no-gang control (O(control)) is not sent through Kueue.
     type: str
   namespace:

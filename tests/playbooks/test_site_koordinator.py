@@ -1,7 +1,8 @@
 """site.yml with gangsched_gang_scheduler=koordinator on a fresh lab: koord-scheduler installed by its
 role, no operator touched (koord-scheduler ignores the operators' PodGroups), the smoke test's label
-gangs (fitting gang all Running, oversized gang all Pending), changed=0 on a second run, and
-uninstall.yml with the components removing it again."""
+gangs (fitting gang all Running, oversized gang all Pending), changed=0 on a second run, Kueue in front
+of it (its Indexed Jobs with a label gang through the ClusterQueue), and uninstall.yml with the components
+removing it again."""
 
 from __future__ import annotations
 
@@ -41,6 +42,17 @@ def test_seed003_tfjob_label_gang_all_pending_then_all_running(lab, jobs, pool):
     training-operator that has no gang flag: all 5 Pending, none bound; 4 more GPUs: all 5 Running."""
     scenarios.install_training_operator(lab, gang_flag=None, schemes=("tfjob",))
     seeds.check_seed003_label_gang(jobs, pool, "koord-scheduler")
+
+
+def test_kueue_in_front_of_koord_scheduler_admits_label_gang_jobs(lab):
+    """With gangsched_kueue: Kueue in front, and the smoke test's Indexed Jobs (a label gang on their pod template; no
+    operator runs on this path) through its ClusterQueue of 6 GPUs: 4 admitted and Running together, 5 admitted and
+    held whole by koord-scheduler, 7 held by Kueue for quota."""
+    run = playbook(lab, "site", **KOORD, gangsched_kueue=True)
+    assert run.rc == 0, run.failures()
+    assert run.verdicts() == ["gang_held_running", "gang_held_pending", "kueue_held_quota"], run.verdicts()
+    fits = run.results("gangsched.kubeflow.gang_smoke_test : Fitting gang runs as a whole")[0]
+    assert fits["workload"] == "job" and fits["gang"]["kueue"]["admitted"] is True, fits["gang"]
 
 
 def test_uninstall_removes_koord_scheduler(lab):

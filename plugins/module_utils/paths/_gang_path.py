@@ -96,8 +96,9 @@ class GangPath:
     def join(self, pod_spec: dict, name: str) -> None:
         """Changes a member pod's spec in place to join gang ``name`` (the native gang's schedulingGroup)."""
 
-    def gang_job(self, job: dict) -> dict:
-        """A plain batch/v1 Job as one gang (only the native gang's Job integration makes one)."""
+    def gang_job(self, job: dict, scheduler_name: str | None = None) -> dict:
+        """A plain batch/v1 Job as one gang, its pods for ``scheduler_name`` (the native gang's Job integration, or a
+        label gang on its pod template); the Job as it is on a path that makes none."""
         return job
 
     def kubeflow_job(self, doc: dict, scheduler_name: str | None, replicas: int, name: str) -> dict:

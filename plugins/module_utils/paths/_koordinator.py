@@ -33,9 +33,10 @@ REPLICA_SPECS, NOT_MEMBERS = _workloads.REPLICA_SPECS, _workloads.NOT_MEMBERS
 
 
 def label_gang(doc: dict, scheduler_name: str, min_available: int | None = None, name: str | None = None) -> dict:
-    """A copy of a Pod or a Kubeflow job whose pods form a label gang: the two labels and
-    ``scheduler_name`` on the pod, or on every member replica's pod template. The gang is named after
-    the object unless ``name`` is given; ``min_available`` defaults to the job's member pods (1 for a Pod).
+    """A copy of a Pod, a batch Job or a Kubeflow job whose pods form a label gang: the two labels and
+    ``scheduler_name`` on the pod, the Job's pod template, or every member replica's pod template. The gang is named
+    after the object unless ``name`` is given; ``min_available`` defaults to the job's member pods (1 for a Pod, a
+    Job's parallelism).
     Raises ValueError naming what is wrong."""
 
     if not isinstance(doc, dict) or not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
@@ -45,6 +46,9 @@ def label_gang(doc: dict, scheduler_name: str, min_available: int | None = None,
     gang = name or out["metadata"]["name"]
     if kind == "Pod":
         templates, members = [out], 1
+    elif kind == "Job":  # a batch Job: its one pod template, its pods run at once (parallelism)
+        spec = out.setdefault("spec", {})
+        templates, members = [spec.setdefault("template", {})], int(spec.get("parallelism", 1))
     elif kind in REPLICA_SPECS:
         specs = (out.get("spec") or {}).get(REPLICA_SPECS[kind]) or {}
         chosen = {r: s for r, s in specs.items() if r not in NOT_MEMBERS.get(kind, ())}
@@ -53,7 +57,7 @@ def label_gang(doc: dict, scheduler_name: str, min_available: int | None = None,
         templates = [s.setdefault("template", {}) for s in chosen.values()]
         members = sum(int(s.get("replicas", 1)) for s in chosen.values())
     else:
-        raise ValueError(f"kind {kind} is not a Pod or a Kubeflow job ({', '.join(REPLICA_SPECS)})")
+        raise ValueError(f"kind {kind} is not a Pod, a batch Job or a Kubeflow job ({', '.join(REPLICA_SPECS)})")
     want = members if min_available is None else min_available
     if not isinstance(want, int) or isinstance(want, bool) or want < 1:
         raise ValueError(f"min_available must be a whole number of at least 1, got {want!r}")
@@ -102,14 +106,20 @@ class Koordinator(_gang_path.GangPath):
     title = "Koordinator"
     role = "koordinator"
     scheduler_kind = "koordinator"
-    workloads = ("pods", *_gang_path.KUBEFLOW_WORKLOADS)
+    # a plain Indexed Job too: its pod template carries the label gang (the job Kueue admits in front of it, which needs
+    # no operator; site.yml installs none on this path)
+    workloads = ("pods", *_gang_path.KUBEFLOW_WORKLOADS, "job")
     operator_flag = False
+    kueue_workload = "job"
 
     def pod_marks(self, name, replicas):
         return {LABEL_GANG_NAME: name, LABEL_GANG_MIN: str(replicas)}, {}
 
     def kubeflow_job(self, doc, scheduler_name, replicas, name):
         return label_gang(doc, scheduler_name, replicas, name)
+
+    def gang_job(self, job, scheduler_name=None):
+        return label_gang(job, scheduler_name or "koord-scheduler")
 
     def operator_refusal(self, operator, operator_label, given):
         return koordinator_refusal(given or "koord-scheduler", operator_label)

@@ -364,8 +364,8 @@ class NativeGang(_gang_path.GangPath):
     def join(self, pod_spec, name):
         join(pod_spec, name)
 
-    def gang_job(self, job):
-        return gang_job(job)
+    def gang_job(self, job, scheduler_name=None):
+        return gang_job(job)  # kube-scheduler's default profile: the pods name no scheduler
 
     def run_kinds(self):
         return (("PodGroup", API_VERSION), ("Workload", API_VERSION))

@@ -53,9 +53,12 @@ def pods(ns: str, name: str, run_id: str, replicas: int, resources: dict, gang: 
     return docs, f"gangsched.kubeflow/gang={name}"
 
 
-def indexed_job(ns: str, name: str, run_id: str, replicas: int, resources: dict, gang: str | None):
+def indexed_job(
+    ns: str, name: str, run_id: str, replicas: int, resources: dict, gang: str | None, scheduler_name: str | None = None
+):
     """An Indexed batch/v1 Job of ``replicas`` pods run at once, as path ``gang`` makes it one gang (the native
-    gang's Job integration: its Workload and PodGroup); None: no gang (the control)."""
+    gang's Job integration: its Workload and PodGroup; Koordinator's label gang on its pod template, for
+    ``scheduler_name``); None: no gang (the control)."""
     labels = {_workloads.RUN_LABEL: run_id, "gangsched.kubeflow/gang": name}
     job = {
         "apiVersion": _workloads.JOB_API["Job"],
@@ -77,7 +80,7 @@ def indexed_job(ns: str, name: str, run_id: str, replicas: int, resources: dict,
         },
     }
     if gang:
-        job = _registry.get(gang).gang_job(job)
+        job = _registry.get(gang).gang_job(job, scheduler_name)
     return [job], f"gangsched.kubeflow/gang={name}"
 
 

@@ -94,8 +94,9 @@ NOT_TAKEN = {
         "or another workload for koordinator"
     ),
     "job": lambda wl, gang: (
-        f"workload=job is a plain Indexed Job in one native gang (the Job controller's Workload and PodGroup): "
-        f"it needs gang_scheduler=native, not {gang}; use workload=pods or a Kubeflow job for {gang}"
+        f"workload=job is a plain Indexed Job made one gang by the path itself (the native gang's Job controller, or "
+        f"Koordinator's label gang on its pod template): it needs gang_scheduler=native or koordinator, not {gang}; "
+        f"use workload=pods or a Kubeflow job for {gang}"
     ),
 }
 

@@ -212,7 +212,13 @@ class Trial:
             job = None if control else docs[-1]
         elif wl == "job":
             docs, selector = _smoke_objects.indexed_job(
-                self.ns, name, self.run_id, params["replicas"], resources, None if control else params["gang_scheduler"]
+                self.ns,
+                name,
+                self.run_id,
+                params["replicas"],
+                resources,
+                None if control else params["gang_scheduler"],
+                self.sname,
             )
             job = None if control else docs[0]
         elif control:

@@ -47,11 +47,23 @@ def test_a_pod_keeps_its_labels():
     assert out["spec"]["schedulerName"] == "koord-scheduler"
 
 
+def test_a_batch_job_is_one_label_gang_of_its_parallelism():
+    """The smoke test's Indexed Job on Koordinator (the job Kueue admits in front of it): the label gang on its pod
+    template, its pods for the profile given."""
+    docs, selector = _smoke_objects.indexed_job("ns", "g", "r", 3, {"cpu": "1"}, "koordinator", "gang-profile")
+    (job,) = docs
+    tmpl = job["spec"]["template"]
+    assert tmpl["metadata"]["labels"][NAME] == "g" and tmpl["metadata"]["labels"][MIN] == "3"
+    assert tmpl["spec"]["schedulerName"] == "gang-profile" and job["spec"]["parallelism"] == 3
+    assert selector == "gangsched.kubeflow/gang=g" and "scheduling" not in job["spec"]
+
+
 @pytest.mark.parametrize(
     "doc,min_available,words",
     [
         ({"kind": "Deployment", "metadata": {"name": "d"}}, None, "kind Deployment is not"),
         ({"kind": "PyTorchJob"}, None, "needs a Pod or a Kubeflow job"),
+        ({"kind": "Deployment", "metadata": {"name": "d"}}, None, "is not a Pod, a batch Job or a Kubeflow job"),
         ({"kind": "PyTorchJob", "metadata": {"name": "j"}, "spec": {}}, None, "has no spec.pytorchReplicaSpecs"),
         ({"kind": "Pod", "metadata": {"name": "p"}}, 0, "min_available must be"),
         ({"kind": "Pod", "metadata": {"name": "p"}}, True, "min_available must be"),

@@ -24,7 +24,7 @@ def toy(monkeypatch):
 
 def test_the_input_check_takes_its_workloads_and_refuses_the_others(toy):
     _smoke_input.check_path({"workload": "pods", "gang_scheduler": "toy", "scheduler_name": None})
-    with pytest.raises(GangError, match="it needs gang_scheduler=native, not toy"):
+    with pytest.raises(GangError, match="it needs gang_scheduler=native or koordinator, not toy"):
         _smoke_input.check_path({"workload": "job", "gang_scheduler": "toy", "scheduler_name": None})
     assert _registry.derive_scheduler_name("toy", None, []) == "toy-scheduler"
     assert _registry.serves({**TOY, "scheduler_names": ["toy-scheduler"]}, "toy", "toy-scheduler")

@@ -17,9 +17,8 @@ REFUSED = {
     ("native", "tfjob"): "no Kubeflow operator or Trainer runtime puts its pods in a native gang",
     ("native", "mpijob"): "no Kubeflow operator or Trainer runtime puts its pods in a native gang",
     ("native", "trainjob"): "no Kubeflow operator or Trainer runtime puts its pods in a native gang",
-    ("volcano", "job"): "it needs gang_scheduler=native, not volcano",
-    ("scheduler_plugins", "job"): "it needs gang_scheduler=native, not scheduler_plugins",
-    ("koordinator", "job"): "it needs gang_scheduler=native, not koordinator",
+    ("volcano", "job"): "it needs gang_scheduler=native or koordinator, not volcano",
+    ("scheduler_plugins", "job"): "it needs gang_scheduler=native or koordinator, not scheduler_plugins",
 }
 
 
