@@ -8,7 +8,7 @@ them. Pure: no I/O. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 # (kind, apiVersion) of everything a smoke run may create, in the order a sweep removes them: jobs before their
@@ -16,7 +16,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _r
 # (and the LocalQueue of a run through Kueue, after its job)
 RUN_KINDS = (
     *_workloads.JOB_RUN_KINDS,
-    ("LocalQueue", "kueue.x-k8s.io/v1beta2"),
+    ("LocalQueue", _api.api_version("LocalQueue")),
     *_registry.run_kinds(),
     ("Pod", "v1"),
 )

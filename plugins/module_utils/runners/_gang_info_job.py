@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _pod_facts, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._kueue import QUEUE_LABEL
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 # a job kind -> the label its controller puts on its pods, valued with the job's name
@@ -100,9 +101,6 @@ def _events(client, ns: str, names: set[str]) -> list[str]:
         f"{e.get('reason')}: {e.get('message')}"
         for e in mine[-EVENTS:]
     ]
-
-
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def _kueue(obj: dict | None, kind: str, ns: str, name: str, kueue: dict | None) -> dict | None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _kueue, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._kueue_problems import condition
 
-GROUP_VERSION = "kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+GROUP_VERSION = _api.api_version("LocalQueue")  # the version the role writes its queues in
+QUEUE_LABEL = _kueue.QUEUE_LABEL
 # how long Kueue may take to make the job's Workload (its job reconciler, within a second when it runs)
 WORKLOAD_WAIT = 30.0
 ROUND = 0.5
@@ -43,10 +44,6 @@ def suspended(job: dict) -> bool:
     if job.get("kind") in ("Job", "TrainJob"):
         return bool(spec.get("suspend"))
     return bool((spec.get("runPolicy") or {}).get("suspend"))
-
-
-def condition(obj: dict | None, kind: str) -> dict:
-    return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or [] if c.get("type") == kind), {})
 
 
 def owned_workload(workloads: list[dict], job: dict) -> dict | None:
