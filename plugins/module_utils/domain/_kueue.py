@@ -11,18 +11,20 @@ import copy
 
 GROUP = "kueue.x-k8s.io"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-# the integrations the collection proves, Kueue's framework name -> (API group, resources of its webhooks)
-FRAMEWORKS = {
-    "batch/job": ("batch", ("jobs",)),
-    "kubeflow.org/pytorchjob": ("kubeflow.org", ("pytorchjobs",)),
-    "kubeflow.org/tfjob": ("kubeflow.org", ("tfjobs",)),
-    "kubeflow.org/xgboostjob": ("kubeflow.org", ("xgboostjobs",)),
-    "kubeflow.org/paddlejob": ("kubeflow.org", ("paddlejobs",)),
-    "kubeflow.org/jaxjob": ("kubeflow.org", ("jaxjobs",)),
-    "kubeflow.org/mpijob": ("kubeflow.org", ("mpijobs",)),
-    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", ("jobsets",)),
-    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org", ("trainjobs",)),
+# the job kinds of the integrations the collection proves: kind -> (Kueue's framework name, apiVersion, plural)
+JOBS = {
+    "Job": ("batch/job", "batch/v1", "jobs"),
+    "PyTorchJob": ("kubeflow.org/pytorchjob", "kubeflow.org/v1", "pytorchjobs"),
+    "TFJob": ("kubeflow.org/tfjob", "kubeflow.org/v1", "tfjobs"),
+    "XGBoostJob": ("kubeflow.org/xgboostjob", "kubeflow.org/v1", "xgboostjobs"),
+    "PaddleJob": ("kubeflow.org/paddlejob", "kubeflow.org/v1", "paddlejobs"),
+    "JAXJob": ("kubeflow.org/jaxjob", "kubeflow.org/v1", "jaxjobs"),
+    "MPIJob": ("kubeflow.org/mpijob", "kubeflow.org/v2beta1", "mpijobs"),
+    "JobSet": ("jobset.x-k8s.io/jobset", "jobset.x-k8s.io/v1alpha2", "jobsets"),
+    "TrainJob": ("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org/v1alpha1", "trainjobs"),
 }
+# Kueue's framework name -> (API group, resources of its webhooks)
+FRAMEWORKS = {fw: (api.split("/")[0], (plural,)) for fw, api, plural in JOBS.values()}
 # Kueue's own release files name the configurations and Service without its kustomization's namePrefix
 NAME_PREFIX = "kueue-"
 SERVICE = "kueue-webhook-service"

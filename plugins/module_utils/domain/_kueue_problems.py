@@ -31,17 +31,7 @@ WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 # where a pod names its job, a JobSet's first (a TrainJob's JobSet has the TrainJob's name), then a Kubeflow job's
 JOB_LABELS = ("jobset.sigs.k8s.io/jobset-name", "training.kubeflow.org/job-name", "batch.kubernetes.io/job-name")
 # the job kinds Kueue integrates: kind -> (its integration's framework name, apiVersion, plural)
-JOBS = {
-    "Job": ("batch/job", "batch/v1", "jobs"),
-    "PyTorchJob": ("kubeflow.org/pytorchjob", "kubeflow.org/v1", "pytorchjobs"),
-    "TFJob": ("kubeflow.org/tfjob", "kubeflow.org/v1", "tfjobs"),
-    "XGBoostJob": ("kubeflow.org/xgboostjob", "kubeflow.org/v1", "xgboostjobs"),
-    "PaddleJob": ("kubeflow.org/paddlejob", "kubeflow.org/v1", "paddlejobs"),
-    "JAXJob": ("kubeflow.org/jaxjob", "kubeflow.org/v1", "jaxjobs"),
-    "MPIJob": ("kubeflow.org/mpijob", "kubeflow.org/v2beta1", "mpijobs"),
-    "JobSet": ("jobset.x-k8s.io/jobset", "jobset.x-k8s.io/v1alpha2", "jobsets"),
-    "TrainJob": ("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org/v1alpha1", "trainjobs"),
-}
+JOBS = _kueue.JOBS
 FINISHED = ("Complete", "Completed", "Succeeded", "Failed", "Finished")  # a job's or a Workload's last condition
 PODS_READY_TIMEOUT = "PodsReadyTimeout"
 DEACTIVATED = "DeactivatedDueToRequeuingLimitExceeded"
