@@ -24,7 +24,7 @@ JOBS = {
     "TrainJob": ("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org/v1alpha1", "trainjobs"),
 }
 # Kueue's framework name -> (API group, resources of its webhooks)
-FRAMEWORKS = {fw: (api.split("/")[0], (plural,)) for fw, api, plural in JOBS.values()}
+FRAMEWORKS = {fw: (api.split("/", maxsplit=1)[0], (plural,)) for fw, api, plural in JOBS.values()}
 # Kueue's own release files name the configurations and Service without its kustomization's namePrefix
 NAME_PREFIX = "kueue-"
 SERVICE = "kueue-webhook-service"

@@ -5,7 +5,8 @@ and run by the pod-process runner under its own ServiceAccount.
 Gangs by the seed-003 labels alone (``pod-group.scheduling.sigs.k8s.io/name`` and ``.../min-available``),
 no PodGroup object: 5 pods x 1 GPU with min-available 5 on 4 x 1-GPU nodes are held, none ever bound
 (checked on every watch event), until a fifth GPU node comes, then all 5 run; with min-available 1 the
-same pods end 4 Running, 1 Pending. RBAC never refuses koord-scheduler a call.
+same pods start in part (4 Running on v1.6.1; on v1.8.0 1 to 4, see the test). RBAC never refuses
+koord-scheduler a call.
 """
 
 from __future__ import annotations
@@ -130,24 +131,29 @@ def test_seed003_gang_waits_for_the_fifth_gpu_then_all_run(koord, api, core, ns,
         _delete_pods(core, ns, "app=gang")
 
 
-def test_min_available_1_starts_4_of_5(koord, core, ns):
+def test_min_available_1_starts_members_without_the_whole_gang(koord, core, ns):
+    """With min-available 1 the gang may start in part: members bind although all 5 cannot fit 4 GPUs, where
+    min-available 5 (above) binds none. How many bind depends on the release: v1.6.1 binds 4 and refuses the fifth;
+    v1.8.0 tries one representative of the group at a time (Coscheduling's PreEnqueue refuses the others, "gangGroup
+    ... is scheduling and this pod has not been attempted", "representative pod ... already exists") and, once the
+    gang is satisfied, activates none of the members it refused that way: created at once, 1 to 4 bind (seen: 2, then
+    3 left untried for good)."""
     try:
         with kube.PodWatcher(koord, ns, "app=loose") as w:
             kube.apply(koord, scenarios.koord_gang(ns, "loose", 5, min_available=1))
-            # 90 s: on a loaded machine a pod koord-scheduler tried while the test before's pods were leaving is tried
-            # again only after its back-off (seen once: 3 of 4 bound after 30 s, a GPU node free)
-            kube.wait_for(lambda: len(w.snapshot().running()) == 4, 90, "4 pods Running")
             if V.KOORDINATOR == "v1.6.1":
+                kube.wait_for(lambda: len(w.snapshot().running()) == 4, 90, "4 pods Running")
                 _wait_refused(core, ns, "app=loose", 1)
                 time.sleep(2)
             else:
-                # v1.8.0 tries a gang group's representative only (Coscheduling's PreEnqueue holds the others): the
-                # fifth pod is left untried, never bound, and nothing is written on it
+                kube.wait_for(lambda: w.snapshot().running(), 60, "a member Running")
                 time.sleep(HOLD)
             s = w.snapshot()
-        assert len(s.running()) == 4, s.latest
-        assert len(s.pending()) == 1, s.latest
-        assert len(s.ever_bound()) == 4, s.events
+        assert 1 <= len(s.running()) <= 4, s.latest
+        assert len(s.running()) + len(s.pending()) == 5, s.latest
+        assert len(s.ever_bound()) == len(s.running()), s.events
+        if V.KOORDINATOR == "v1.6.1":
+            assert len(s.running()) == 4, s.latest
     finally:
         _delete_pods(core, ns, "app=loose")
 
