@@ -21,9 +21,10 @@ description:
     MPIJob CRD clash, two GPU device plugins, a Volcano scheduler whose C(--scheduler-name) does not serve
     the name the operators point at, and a gang scheduler that is Ready but makes no progress (Pending
     pods with its scheduler name that it neither bound nor rejected, no C(PodScheduled) condition, for
-    O(partial_threshold_seconds) or more; frozen, hung, or without its leader lease), or Pending pods
-    naming a gang scheduler that nobody serves; a scheduler-plugins release outside Kubernetes' version-skew
-    policy for the cluster (its kube-scheduler more than one minor older than the API server, or newer); and,
+    O(partial_threshold_seconds) or more; frozen, hung, or without its leader lease; members of a Koordinator
+    label gang whose min-available, below its member count, is met are named instead as left untried by
+    koord-scheduler v1.8), or Pending pods naming a gang scheduler that nobody serves; a scheduler-plugins
+    release outside Kubernetes' version-skew policy for the cluster (its kube-scheduler more than one minor older than the API server, or newer); and,
     where kube-scheduler's own Workload API is served (C(scheduling.k8s.io/v1beta1)), a Job its controller
     made a Workload for but no PodGroup for O(partial_threshold_seconds) or more because its pods' priority
     class is a C(system-*) one (Kubernetes 1.37.2 with the C(WorkloadWithJob) gate; the API server refuses the

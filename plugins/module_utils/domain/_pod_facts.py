@@ -72,6 +72,8 @@ class _Gang:
         "example",
         "minimum",
         "said",
+        "untried",
+        "scheduler",
     )
 
     def __init__(self):
@@ -87,6 +89,8 @@ class _Gang:
         self.example = ""
         self.minimum: int | None = None
         self.said: list[str] = []  # what the scheduler last wrote on its unbound members (distinct, SAID at most)
+        self.untried: list[str] = []  # unbound members past the threshold that no scheduler looked at
+        self.scheduler = ""  # its members' schedulerName (the first member's)
 
 
 class PodFold:
@@ -164,6 +168,7 @@ class PodFold:
             g = self._gangs[key] = _Gang()
         g.members += 1
         g.asked += req
+        g.scheduler = g.scheduler or spec.get("schedulerName") or "default-scheduler"
         least = (md.get("labels") or {}).get(LABEL_MIN)
         if least and least.isdigit():
             g.minimum = int(least)
@@ -184,6 +189,9 @@ class PodFold:
         if age >= self.threshold:
             g.pending.append(md.get("name"))
             g.longest = max(g.longest, age)
+            conds = st.get("conditions") or []
+            if not md.get("deletionTimestamp") and not any(c.get("type") == "PodScheduled" for c in conds):
+                g.untried.append(md.get("name"))
 
     def add_all(self, pods) -> PodFold:
         for p in pods:
@@ -287,6 +295,23 @@ class PodFold:
         """'namespace/gang' of every gang with a live (non-terminal) member."""
         self._check()
         return set(self._gangs)
+
+    def untried(self) -> dict[str, dict]:
+        """'namespace/gang' -> {untried (names of its unbound members that no scheduler looked at for the threshold or
+        longer), bound (how many members are bound), members, minimum (its min-available label, else None),
+        scheduler (its members' schedulerName)}, for the gangs with such members."""
+        self._check()
+        return {
+            key: {
+                "untried": sorted(g.untried),
+                "bound": len(g.bound),
+                "members": g.members,
+                "minimum": g.minimum,
+                "scheduler": g.scheduler,
+            }
+            for key, g in sorted(self._gangs.items())
+            if g.untried
+        }
 
     def waiting(self) -> dict[str, tuple[int, list[tuple[float, str]]]]:
         """schedulerName -> (how many Pending pods no scheduler looked at for the threshold or longer,

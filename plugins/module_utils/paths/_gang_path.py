@@ -249,6 +249,12 @@ class GangPath:
                 out.append(f"Pod {example}" + (f" and {count - 1} more pod(s)" if count > 1 else "") + f" ({sname})")
         return out
 
+    def untried_problems(self, untried: dict, schedulers: list[dict]) -> list[tuple[dict, str]]:
+        """(problem, the gang's 'namespace/gang' key in ``untried``) for gangs whose members no scheduler looked at
+        (``_pod_facts.PodFold.untried``) where this path's scheduler is known to leave them so: gang_info then does not
+        call that scheduler hung for those pods."""
+        return []
+
     def podgroup_problems(self, facts: dict) -> list[dict]:
         """Problems of this path's PodGroups (listed by ``lists``): each path reads its own status."""
         return []

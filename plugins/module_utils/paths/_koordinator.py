@@ -163,6 +163,33 @@ class Koordinator(_gang_path.GangPath):
             )
         ]
 
+    def untried_problems(self, untried, schedulers):
+        """koord-scheduler v1.8 lets one member of a gang at a time into its queue (Coscheduling's PreEnqueue turns
+        the others away) and brings none of them back once the gang's min-available is met: a gang whose
+        min-available is below its member count keeps members never tried although they might fit."""
+        out = []
+        for key, g in untried.items():
+            s = next((s for s in schedulers if self.serves(s, g["scheduler"])), None)
+            v = _semver(s.get("version")) if s else None
+            least = g["minimum"]
+            if v is None or v[:2] != (1, 8) or least is None or least >= g["members"] or g["bound"] < least:
+                continue
+            ns = key.split("/", 1)[0]
+            pods = [f"{ns}/{n}" for n in g["untried"]]
+            shown = ", ".join(pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
+            problem = {
+                "object": f"Pods {shown}",
+                "message": f"{len(pods)} member(s) of gang {key} were never tried by {_gang_path.where(s)} "
+                f"(koord-scheduler {s.get('version')}) while {g['bound']} of its {g['members']} members are bound: "
+                f"its min-available {least} is met, and koord-scheduler v1.8 brings back no member that its "
+                "Coscheduling turned away while another member of the gang was being scheduled",
+                "fix": "give the gang a min-available equal to its member count (gangsched.kubeflow.label_gang's "
+                "default); to start the waiting members now, delete them so that their controller creates them again "
+                "(a new member brings them back), or restart koord-scheduler",
+            }
+            out.append((problem, key))
+        return out
+
     def crds_to_read(self, schedulers):
         return KOORDINATOR_CRDS if any(s["kind"] == self.scheduler_kind for s in schedulers) else ()
 

@@ -169,15 +169,23 @@ def stalled(pods: list[dict], schedulers: list[dict], ops: list[dict], now: floa
     return stalled_problems(_pod_facts.fold(pods, now, threshold).waiting(), schedulers, ops)
 
 
-def stalled_problems(waiting: dict, schedulers: list[dict], ops: list[dict]) -> list[dict]:
+def stalled_problems(
+    waiting: dict, schedulers: list[dict], ops: list[dict], explained: dict[str, set[str]] | None = None
+) -> list[dict]:
     """``stalled`` from ``_pod_facts.PodFold.waiting``: schedulerName -> (how many such pods, the longest
-    waiting as (age s, 'namespace/name'), longest first)."""
+    waiting as (age s, 'namespace/name'), longest first). ``explained``: schedulerName -> pods a gang path's
+    ``untried_problems`` named already (its scheduler leaves them so without being hung), not counted here."""
     out = []
     pointed = _registry.fixed_scheduler_names() | {
         o["gang_value"] for o in ops if o.get("gang_value") not in (None, "true", "false")
     }
     for name, (count, found) in sorted(waiting.items()):
-        eg = ", ".join(w for _age, w in found[: _pod_facts.EXAMPLES])
+        known = (explained or {}).get(name) or set()
+        count -= len(known)
+        if count <= 0:
+            continue
+        # the examples left once the explained are taken out (the longest wait of all stays the figure)
+        eg = ", ".join(w for _age, w in found if w not in known) or "the longest waiting were named above"
         serving = [s for s in schedulers if name in (s.get("scheduler_names") or [])]
         ready = [s for s in serving if s["ready"]]
         if ready:
@@ -279,7 +287,9 @@ def gather(client, params: dict, now: float) -> dict:
     native_in_use = native_facts.pop("_in_use", [])
     if native_in_use:
         in_use[_native.PATH.name] = _gang_info_gangs.in_use_entry(native_in_use)
-    probs += stalled_problems(pods.waiting(), schedulers, ops)
+    untried_probs, explained = _gang_info_gangs.untried_problems(pods.untried(), schedulers)
+    probs += untried_probs
+    probs += stalled_problems(pods.waiting(), schedulers, ops, explained)
     probs += _gpu_node_facts.advertised_problems(per_node, params.get("gpu_nodes") or {})
     trainer_facts, trainer_probs = _gang_info_trainer.trainer_info(
         client, trainers, pods.started(), schedulers, crds, ops

@@ -75,6 +75,18 @@ def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) 
 IN_USE_NAMES = 20
 
 
+def untried_problems(untried: dict, schedulers: list[dict]) -> tuple[list[dict], dict[str, set[str]]]:
+    """Each gang path's word on gangs whose members no scheduler looked at (GangPath.untried_problems, from
+    ``_pod_facts.PodFold.untried``): the problems, and schedulerName -> the pods ('namespace/name') they explain."""
+    out, explained = [], {}
+    for p in _registry.PATHS.values():
+        for problem, key in p.untried_problems(untried, schedulers):
+            out.append(problem)
+            ns, g = key.split("/", 1)[0], untried[key]
+            explained.setdefault(g["scheduler"], set()).update(f"{ns}/{n}" for n in g["untried"])
+    return out, explained
+
+
 def in_use_entry(objects: list[str]) -> dict:
     """An entry of gang_info's in_use: how many objects, and the first IN_USE_NAMES of them."""
     return {"count": len(objects), "objects": objects[:IN_USE_NAMES]}

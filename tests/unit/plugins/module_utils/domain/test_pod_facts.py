@@ -31,7 +31,11 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._capacit
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._stream import stream_items
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info, _gang_info_trainer
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import (
+    _gang_info,
+    _gang_info_gangs,
+    _gang_info_trainer,
+)
 
 NOW = 1_800_000_000.0
 THRESHOLD = 60
@@ -658,3 +662,77 @@ def test_the_fold_holds_a_name_per_gang_member_and_the_slim_copy_much_more():
         tracemalloc.stop()
     assert per_member < 200, per_member  # its name in the gang's list, and the gang's share
     assert per_slim > 5 * per_member, (per_slim, per_member)
+
+
+# ---- koord-scheduler v1.8's untried members of a satisfied label gang --------------------------------------------
+def _koord(version):
+    return {
+        "kind": "koordinator",
+        "source": "Deployment",
+        "namespace": "koordinator-system",
+        "name": "koord-scheduler",
+        "scheduler_names": ["koord-scheduler"],
+        "gang_profiles": ["koord-scheduler"],
+        "ready": True,
+        "version": version,
+    }
+
+
+def _label_gang(least, bound=2, members=5):
+    labels = {"pod-group.scheduling.sigs.k8s.io/name": "loose", _pod_facts.LABEL_MIN: str(least)}
+    return [
+        _pod(
+            f"loose-{i}",
+            node=f"n{i}" if i < bound else None,
+            phase="Running" if i < bound else "Pending",
+            gpus=("1",),
+            labels=labels,
+            scheduler="koord-scheduler",
+        )
+        for i in range(members)
+    ]
+
+
+def _untried_and_stalled(pods, version):
+    fold = _pod_facts.PodFold(NOW, THRESHOLD).add_all(pods)
+    probs, explained = _gang_info_gangs.untried_problems(fold.untried(), [_koord(version)])
+    return fold, probs, _gang_info.stalled_problems(fold.waiting(), [_koord(version)], [], explained)
+
+
+def test_a_satisfied_label_gang_whose_members_koord_scheduler_v1_8_never_tried_is_named_not_called_hung():
+    fold, probs, stalled = _untried_and_stalled(_label_gang(1), "v1.8.0")
+    assert fold.untried() == {
+        "team/loose": {
+            "untried": ["loose-2", "loose-3", "loose-4"],
+            "bound": 2,
+            "members": 5,
+            "minimum": 1,
+            "scheduler": "koord-scheduler",
+        }
+    }
+    assert len(probs) == 1, probs
+    assert probs[0]["object"] == "Pods team/loose-2, team/loose-3, team/loose-4"
+    assert (
+        "3 member(s) of gang team/loose were never tried by Deployment koordinator-system/koord-scheduler"
+        in (probs[0]["message"])
+    )
+    assert "min-available 1 is met" in probs[0]["message"] and "min-available equal to its member" in probs[0]["fix"]
+    assert stalled == []  # the scheduler is not called hung for the pods named above
+    # without the path's word, the same pods read as a scheduler that makes no progress
+    hung = _gang_info.stalled_problems(fold.waiting(), [_koord("v1.8.0")], [])
+    assert len(hung) == 1 and "makes no progress: 3 Pending pod(s)" in hung[0]["message"], hung
+
+
+@pytest.mark.parametrize(
+    "pods, version",
+    [
+        (_label_gang(1), "v1.6.1"),  # not the release that leaves them
+        (_label_gang(5), "v1.8.0"),  # min-available is the member count: the gang is held whole, not satisfied
+        (_label_gang(3, bound=2), "v1.8.0"),  # min-available not met: nothing explains the wait
+        (_label_gang(1, bound=0), "v1.8.0"),
+    ],
+)
+def test_untried_members_are_left_to_the_no_progress_check_unless_koord_v1_8_explains_them(pods, version):
+    _fold, probs, stalled = _untried_and_stalled(pods, version)
+    assert probs == []
+    assert len(stalled) == 1 and "makes no progress" in stalled[0]["message"], stalled
