@@ -141,7 +141,7 @@ class PodFold:
         if st.get("phase") in TERMINAL:
             return  # holds no GPU, no longer a gang member, not waiting
         node = spec.get("nodeName")
-        age = None
+        age, untried = None, False
         req = _capacity.pod_request(pod)
         if node:
             self._requested[node] = self._requested.get(node, 0.0) + req
@@ -149,6 +149,7 @@ class PodFold:
             if not any(c.get("type") == "PodScheduled" for c in st.get("conditions") or []):
                 age = self.now - (timestamp(md.get("creationTimestamp")) or self.now)
                 if age >= self.threshold:  # no scheduler looked at it (bound it, or wrote why it cannot)
+                    untried = True
                     w = self._waiting.setdefault(spec.get("schedulerName") or "default-scheduler", [0, []])
                     w[0] += 1
                     item = (age, f"{md.get('namespace')}/{md.get('name')}")
@@ -189,8 +190,7 @@ class PodFold:
         if age >= self.threshold:
             g.pending.append(md.get("name"))
             g.longest = max(g.longest, age)
-            conds = st.get("conditions") or []
-            if not md.get("deletionTimestamp") and not any(c.get("type") == "PodScheduled" for c in conds):
+            if untried:  # as counted in ``waiting``
                 g.untried.append(md.get("name"))
 
     def add_all(self, pods) -> PodFold:
