@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import re
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _schedulers, _workloads
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _pod_facts, _schedulers, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path
 
@@ -176,7 +176,8 @@ class Koordinator(_gang_path.GangPath):
                 continue
             ns = key.split("/", 1)[0]
             pods = [f"{ns}/{n}" for n in g["untried"]]
-            shown = ", ".join(pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
+            many = _pod_facts.EXAMPLES
+            shown = ", ".join(pods[:many]) + (f" and {len(pods) - many} more" if len(pods) > many else "")
             problem = {
                 "object": f"Pods {shown}",
                 "message": f"{len(pods)} member(s) of gang {key} were never tried by {_gang_path.where(s)} "
