@@ -16,7 +16,8 @@ description:
   - Ready means, per kind, a CustomResourceDefinition C(Established); a Deployment rolled out as C(kubectl rollout status)
     has it (every replica of its current spec updated and available, no old one left); a DaemonSet with every desired pod
     ready and updated; a Service with a ready endpoint in its EndpointSlices (where the API server calls a webhook); an
-    admission webhook configuration whose every webhook carries a C(caBundle) (the CA its server injects at start).
+    admission webhook configuration whose every webhook carries a C(caBundle) (the CA its server injects at start); a
+    namespace, a ServiceAccount or a Secret once it exists (the objects a component's apply depends on, read before it).
     Status counts only once the controller has seen the object's current generation.
   - Reads only; never changes anything, so C(changed) is always false.
 author:
@@ -40,7 +41,9 @@ options:
     elements: str
     default: []
   namespace:
-    description: The namespace of O(deployments), O(daemonsets) and O(services). Required with any of them.
+    description:
+      - The namespace of O(deployments), O(daemonsets), O(services), O(service_accounts) and O(secrets). Required with
+        any of them.
     type: str
   deployments:
     description: Names of Deployments in O(namespace) that must be rolled out.
@@ -64,6 +67,23 @@ options:
     default: []
   validating_webhook_configurations:
     description: Names of ValidatingWebhookConfigurations whose every webhook must carry a C(caBundle).
+    type: list
+    elements: str
+    default: []
+  namespaces:
+    description: Names of namespaces that must exist.
+    type: list
+    elements: str
+    default: []
+  service_accounts:
+    description: Names of ServiceAccounts in O(namespace) that must exist.
+    type: list
+    elements: str
+    default: []
+  secrets:
+    description:
+      - Names of Secrets in O(namespace) that must exist. In RV(objects) a Secret comes without its C(data) and
+        C(stringData).
     type: list
     elements: str
     default: []
@@ -146,7 +166,7 @@ waited_for:
 objects:
   description:
     - With O(return_objects=true), the named objects that were found, each as last read, in the order of the options;
-      those not found are not in the list. Services are not in it.
+      those not found are not in the list. Services are not in it; Secrets are, without their data.
   returned: when O(return_objects=true)
   type: list
   elements: dict
@@ -173,6 +193,10 @@ def argument_spec() -> dict:
         services=dict(names),
         mutating_webhook_configurations=dict(names),
         validating_webhook_configurations=dict(names),
+        namespaces=dict(names),
+        service_accounts=dict(names),
+        # the Secrets' names, not their content (which the module never returns)
+        secrets=dict(names, no_log=False),
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="int", default=300),
         return_objects=dict(type="bool", default=False),

@@ -2,8 +2,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: what component_ready does — one read of each object a component
-brings (CRDs, Deployments, DaemonSets, Services' endpoints, admission webhook configurations), then, for those not ready
-yet, reads again once a second until they are or the timeout passes. Not a public API."""
+brings (CRDs, Deployments, DaemonSets, Services' endpoints, admission webhook configurations; namespaces,
+ServiceAccounts and Secrets, ready once they exist), then, for those not ready yet, reads again once a second until
+they are or the timeout passes. Not a public API."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ def rolled_out(obj: dict) -> str | None:
     """Like `kubectl rollout status`: every replica of the current spec updated and available, none old left."""
     done, why = rollout_complete(obj)
     return None if done else why
+
+
+def exists(_obj: dict) -> None:
+    """Ready once found: a namespace, a ServiceAccount or a Secret has no readiness of its own."""
+    return None
 
 
 def _one(kind: str):
@@ -57,6 +63,9 @@ KINDS = {
         ca_injected,
         False,
     ),
+    "namespaces": ("Namespace", _one("Namespace"), exists, False),
+    "service_accounts": ("ServiceAccount", _one("ServiceAccount"), exists, True),
+    "secrets": ("Secret", _one("Secret"), exists, True),
 }
 NAMESPACED = tuple(o for o, (_k, _r, _c, namespaced) in KINDS.items() if namespaced)
 
@@ -84,10 +93,17 @@ def _read(client, todo, seen: dict):
     return left
 
 
+def _without_data(obj: dict) -> dict:
+    if obj.get("kind") == "Secret":
+        return {k: v for k, v in obj.items() if k not in ("data", "stringData")}
+    return obj
+
+
 def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, sleep=time.sleep) -> dict:
     todo = targets(params)
     if any(o in NAMESPACED and params.get(o) for o in KINDS) and not params.get("namespace"):
-        need = "namespace is required with deployments, daemonsets or services; set it to theirs"
+        kinds = "deployments, daemonsets, services, service_accounts or secrets"
+        need = f"namespace is required with {kinds}; set it to theirs"
         return {"changed": False, "_failed": need}
     t0 = clock()
     seen: dict = {}
@@ -107,7 +123,8 @@ def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, slee
     }
     if params.get("return_objects"):
         # a Service's read is its EndpointSlices (a list), not the Service: only objects proper are returned
-        result["objects"] = [seen[label] for label, _p, _r in todo if isinstance(seen[label], dict)]
+        # a Secret without its data: whether it exists and its metadata are what a play reads, never its keys
+        result["objects"] = [_without_data(seen[label]) for label, _p, _r in todo if isinstance(seen[label], dict)]
     if left and params["wait"]:
         result["_failed"] = (
             f"Timed out after {timeout}s waiting for "

@@ -139,7 +139,11 @@ def test_missing_and_stale_and_daemonsets():
 
 def test_namespaced_kinds_need_the_namespace():
     res, _ = _run(Cluster({}), namespace=None)
-    assert res["_failed"] == "namespace is required with deployments, daemonsets or services; set it to theirs"
+    need = "namespace is required with deployments, daemonsets, services, service_accounts or secrets; set it to theirs"
+    assert res["_failed"] == need
+    only_secrets = {"crds": [], "deployments": [], "mutating_webhook_configurations": [], "secrets": ["s"]}
+    res, _ = _run(Cluster({}), namespace=None, **only_secrets)
+    assert res["_failed"] == need
 
 
 def test_a_service_is_ready_with_a_ready_endpoint_in_its_slices():
@@ -167,3 +171,24 @@ def test_return_objects_gives_each_last_read_found_and_no_service():
     assert res["objects"] == [_crd(), _dep()] and "_failed" not in res
     res, _ = _run(Cluster({}), crds=["gone.x.io"], mutating_webhook_configurations=[], wait=False, return_objects=True)
     assert res["objects"] == [] and res["not_ready"][-1]["why"] == "not found"
+
+
+def test_namespaces_service_accounts_and_secrets_are_ready_once_they_exist_and_secrets_come_without_data():
+    ns, sa, sec = "/api/v1/namespaces/vs", "/api/v1/namespaces/vs/serviceaccounts/op", "/api/v1/namespaces/vs/secrets/"
+    secret = {"kind": "Secret", "metadata": {"name": "certs"}, "type": "Opaque", "data": {"tls.key": "c2VjcmV0"}}
+    only = {"crds": [], "deployments": [], "mutating_webhook_configurations": []}
+    want = {"namespaces": ["vs"], "service_accounts": ["op"], "secrets": ["certs", "gone"]}
+    c = Cluster({ns: {"kind": "Namespace"}, sa: {"kind": "ServiceAccount"}, sec + "certs": secret})
+    res, clock = _run(c, wait=False, return_objects=True, **only, **want)
+    assert res["ready"] == ["Namespace vs", "ServiceAccount vs/op", "Secret vs/certs"], res
+    assert res["not_ready"] == [{"object": "Secret vs/gone", "why": "not found"}] and clock.t == 0
+    assert res["objects"] == [
+        {"kind": "Namespace"},
+        {"kind": "ServiceAccount"},
+        {"kind": "Secret", "metadata": {"name": "certs"}, "type": "Opaque"},
+    ]
+    assert secret["data"] == {"tls.key": "c2VjcmV0"}  # the read itself is left as it was
+    # waited for: a Secret its controller writes later
+    c = Cluster({}, later={sec + "gone": (2, secret)})
+    res, clock = _run(c, **only, namespace="vs", secrets=["gone"])
+    assert "_failed" not in res and res["waited_for"] == ["Secret vs/gone"] and clock.t == 2
