@@ -7,11 +7,11 @@ not sent again. Not a public API."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _manifests
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._manifests import copy_plain
 
 OWNER_LABEL = "gangsched.kubeflow/crds-of"
 STAMP = "gangsched.kubeflow/source-sha256"
@@ -57,7 +57,7 @@ def crds_of(name: str, text: str) -> list[dict]:
 
 def stamped(crd: dict, owner: str, sha: str) -> dict:
     """The CRD with its owner label and its file's stamp (a copy)."""
-    out = copy.deepcopy(crd)
+    out = copy_plain(crd)
     meta = out.setdefault("metadata", {})
     meta.setdefault("labels", {})[OWNER_LABEL] = owner
     meta.setdefault("annotations", {})[STAMP] = sha

@@ -7,7 +7,7 @@ no I/O. Not a public API."""
 
 from __future__ import annotations
 
-import copy
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._manifests import copy_plain
 
 GROUP = "kueue.x-k8s.io"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -81,7 +81,7 @@ def webhooks(docs: list[dict], frameworks: list[str], namespace: str) -> list[di
             "ValidatingWebhookConfiguration",
         ):
             continue
-        conf = copy.deepcopy(doc)
+        conf = copy_plain(doc)
         conf["metadata"] = {"name": NAME_PREFIX + doc["metadata"]["name"]}
         conf["webhooks"] = [w for w in conf.get("webhooks") or [] if _kept(w, kinds)]
         for w in conf["webhooks"]:
@@ -103,4 +103,4 @@ def conversion(namespace: str) -> dict:
             "conversionReviewVersions": ["v1"],
         },
     }
-    return {name: copy.deepcopy(hook) for name in CONVERSION_CRDS}
+    return {name: copy_plain(hook) for name in CONVERSION_CRDS}

@@ -8,6 +8,7 @@ Not a public API."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 try:
     import yaml
@@ -17,6 +18,17 @@ except ImportError:  # pragma: no cover - the modules report the missing library
 
 # no folding of long strings: the C and the pure-Python emitters fold them differently, and write alike without
 _WIDTH = 1 << 30
+
+
+def copy_plain(obj):
+    """A deep copy of JSON-like data as plain dicts and lists (a mapping a dict, a list or tuple a list, a scalar as it
+    is). What a Jinja filter gets are Ansible's lazy containers, whose ``copy.deepcopy`` copies the templar and every
+    variable it holds, again for each nested container (seconds for a small manifest); this walks the data alone."""
+    if isinstance(obj, Mapping):
+        return {k: copy_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [copy_plain(v) for v in obj]
+    return obj
 
 
 def dump(obj: dict) -> str:

@@ -11,9 +11,8 @@ none. The problems gang_info reports about them are _trainer_runtime_problems'. 
 
 from __future__ import annotations
 
-import copy
-
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._manifests import copy_plain
 
 GROUP = _api.TRAINER
 KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
@@ -66,7 +65,7 @@ def gang_runtime(
         isinstance(schedule_timeout, bool) or not isinstance(schedule_timeout, int) or schedule_timeout < 1
     ):
         raise ValueError(f"{what}: schedule_timeout must be a whole number of seconds, at least 1")
-    out = copy.deepcopy(runtime)
+    out = copy_plain(runtime)
     spec = out.setdefault("spec", {})
     changes: list[str] = []
     old = spec.get("podGroupPolicy") or {}
@@ -162,10 +161,10 @@ def jobset_defaults(runtime: dict, keep_set: bool = False) -> tuple[dict, list[s
     (Delete). A runtime so written works with or without the webhook. Returns it and what was filled, in
     words. ``keep_set``: for a runtime already in the cluster, leave the ``JOBSET_IMMUTABLE`` fields that
     are set as they are (the CRD refuses a change to them); only those missing as a whole are added."""
-    out = copy.deepcopy(runtime)
+    out = copy_plain(runtime)
     js = _jobset_spec(out)
     changes: list[str] = []
-    kept = {f: copy.deepcopy(js[f]) for f in JOBSET_IMMUTABLE if keep_set and js.get(f) is not None}
+    kept = {f: copy_plain(js[f]) for f in JOBSET_IMMUTABLE if keep_set and js.get(f) is not None}
     if js.get("successPolicy") is None:
         js["successPolicy"] = dict(JOBSET_SUCCESS)
         changes.append("JobSet successPolicy operator All")
@@ -231,7 +230,7 @@ def gang_copy(source: dict, name: str, existing: dict | None = None) -> dict:
     copy already has, and the labels naming it ours and the runtime it copies. ``existing``: the copy as
     it is (its metadata is kept: resourceVersion, uid, what others added)."""
     src_meta = source.get("metadata") or {}
-    meta = copy.deepcopy((existing or {}).get("metadata") or {})
+    meta = copy_plain((existing or {}).get("metadata") or {})
     if not existing:
         meta = {"name": name}
         if src_meta.get("namespace"):
@@ -253,7 +252,7 @@ def gang_copy(source: dict, name: str, existing: dict | None = None) -> dict:
         "apiVersion": source.get("apiVersion"),
         "kind": source.get("kind"),
         "metadata": meta,
-        "spec": copy.deepcopy(source.get("spec") or {}),
+        "spec": copy_plain(source.get("spec") or {}),
     }
 
 
@@ -276,7 +275,7 @@ def ungang_runtime(runtime: dict, gang_scheduler: str, scheduler_name: str) -> t
         raise ValueError(f"gang_scheduler {gang_scheduler!r} has no podGroupPolicy (coscheduling or volcano)")
     meta = runtime.get("metadata") or {}
     what = f"{runtime.get('kind')} {meta.get('name') or '?'}"
-    out = copy.deepcopy(runtime)
+    out = copy_plain(runtime)
     spec = out.get("spec") or {}
     changes: list[str] = []
     key = POLICY[gang_scheduler]
@@ -306,7 +305,7 @@ def view(obj: dict | None) -> dict:
     ann = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED}
     return {
         "metadata": {"labels": dict(meta.get("labels") or {}), "annotations": ann},
-        "spec": copy.deepcopy(obj.get("spec") or {}),
+        "spec": copy_plain(obj.get("spec") or {}),
     }
 
 

@@ -8,14 +8,13 @@ API."""
 
 from __future__ import annotations
 
-import copy
-
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _component_discovery,
     _images,
     _trainer_runtimes,
     _workloads,
 )
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._manifests import copy_plain
 
 # on every pod of a JobSet; Trainer names a TrainJob's JobSet (and its PodGroup) after the TrainJob
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
@@ -109,7 +108,7 @@ def plain_copy(runtime: dict, ns: str, name: str, run_id: str) -> dict:
     """A TrainingRuntime ``ns/name`` with the spec of ``runtime`` but no gang: no podGroupPolicy and no
     schedulerName (its pods go to the default scheduler); labelled with the run, JobSet's defaults spelled
     out."""
-    spec = copy.deepcopy(runtime.get("spec") or {})
+    spec = copy_plain(runtime.get("spec") or {})
     spec.pop("podGroupPolicy", None)
     out = {
         "apiVersion": _workloads.TRAINER_API,

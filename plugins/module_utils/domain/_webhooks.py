@@ -8,7 +8,7 @@ Not a public API."""
 
 from __future__ import annotations
 
-import copy
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._manifests import copy_plain
 
 try:
     import jsonpatch
@@ -39,11 +39,11 @@ def render(
         name = (doc.get("metadata") or {}).get("name")
         if not name or not isinstance(doc.get("webhooks"), list) or not doc["webhooks"]:
             raise ValueError(f"manifest {i} ({doc.get('kind')} {name or '?'}) has no metadata.name or no webhooks")
-        d = copy.deepcopy(doc)
+        d = copy_plain(doc)
         ops = (patches or {}).get(d["kind"])
         if ops:
             try:
-                d = jsonpatch.apply_patch(d, ops)
+                d = jsonpatch.apply_patch(d, copy_plain(ops))
             except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as e:
                 raise ValueError(f"the {d['kind']} patch does not apply to {name}: {e}") from e
         d["metadata"]["name"] = name_prefix + d["metadata"]["name"]

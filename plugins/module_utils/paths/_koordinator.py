@@ -8,11 +8,11 @@ what gang_info checks of it. Pure: no I/O. Not a public API."""
 
 from __future__ import annotations
 
-import copy
 import re
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _pod_facts, _schedulers, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._manifests import copy_plain
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path
 
 _semver = _schedulers.semver
@@ -41,7 +41,7 @@ def label_gang(doc: dict, scheduler_name: str, min_available: int | None = None,
 
     if not isinstance(doc, dict) or not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
         raise ValueError("needs a Pod or a Kubeflow job with kind and metadata.name")
-    out = copy.deepcopy(doc)
+    out = copy_plain(doc)
     kind = out["kind"]
     gang = name or out["metadata"]["name"]
     if kind == "Pod":

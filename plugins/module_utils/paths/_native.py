@@ -8,6 +8,7 @@ API."""
 
 from __future__ import annotations
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._manifests import copy_plain
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path
 
 GROUP = "scheduling.k8s.io"
@@ -273,9 +274,7 @@ def gang_job(doc: dict, min_count: int | None = None) -> dict:
     """A copy of a batch/v1 Job whose pods the Job controller puts in one native gang (its Workload and
     PodGroup, with the WorkloadWithJob gate): ``spec.scheduling.schedulingPolicy.gang``, minCount
     ``min_count`` or (None) the Job's parallelism. Raises ValueError naming what is wrong."""
-    import copy
-
-    out = copy.deepcopy(doc)
+    out = copy_plain(doc)
     spec = out.setdefault("spec", {})
     tmpl = (spec.get("template") or {}).get("spec") or {}
     name = (out.get("metadata") or {}).get("name")
@@ -297,8 +296,6 @@ def gang_pods(docs: list, name: str | None = None, min_count: int | None = None)
     """Pods (or a batch/v1 Job) as one native gang: for pods, a Workload and a PodGroup ``name`` (default: the
     first pod's name) of ``min_count`` members (default: all of them) before copies of the pods that join it;
     for a Job, gang_job. Raises ValueError naming what is wrong."""
-    import copy
-
     if isinstance(docs, dict):
         docs = [docs]
     if not isinstance(docs, list) or not docs or not all(isinstance(d, dict) for d in docs):
@@ -328,7 +325,7 @@ def gang_pods(docs: list, name: str | None = None, min_count: int | None = None)
         d["metadata"].pop("labels")
     pods = []
     for d in docs:
-        p = copy.deepcopy(d)
+        p = copy_plain(d)
         join(p.setdefault("spec", {}), gang)
         pods.append(p)
     return head + pods

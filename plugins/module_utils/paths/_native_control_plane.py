@@ -7,11 +7,11 @@ place in a manifest, and the Jobs the Job integration would break. Pure: no I/O.
 
 from __future__ import annotations
 
-import copy
 import re
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _flags
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._manifests import copy_plain
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native
 
 # the order the components are restarted in: the API server first (the others list the new API at their start)
@@ -134,7 +134,7 @@ def with_gates(pod: dict, component: str, minor: int, job_integration: bool, ori
     it has are kept), and for kube-apiserver the Workload API's version in --runtime-config. Without
     ``job_integration`` the Job integration's gate is as in ``original`` (the manifest before the collection changed
     it), so turning it off puts back what was there. Raises ValueError naming what is wrong."""
-    out = copy.deepcopy(pod)
+    out = copy_plain(pod)
     c = component_container(out, component, minor)
     gates = _pairs(_flag_value(c, "feature-gates"))
     gates.update(wanted_gates(component, job_integration))

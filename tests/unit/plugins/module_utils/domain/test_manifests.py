@@ -182,3 +182,23 @@ def test_a_merge_key_in_the_head_is_parsed_whole(loader):
 def test_anchors_are_per_document(loader):
     text = "kind: A\nmetadata: {name: &x a}\n---\nkind: A\nmetadata: {name: &x b}\n"
     assert [d.head["metadata"]["name"] for d in _manifests.documents(text)] == ["a", "b"]
+
+
+class _NoDeepcopy(dict):
+    """A dict that refuses copy.deepcopy, as a stand-in for a container whose deep copy is costly (ansible-core's lazy
+    containers copy their templar and variables with it)."""
+
+    def __deepcopy__(self, memo):
+        raise AssertionError("copy_plain must not deep-copy the container")
+
+
+def test_copy_plain_is_a_deep_copy_of_plain_data_without_deepcopy():
+    inner = _NoDeepcopy(image="x", args=("--a", "--b"))
+    doc = _NoDeepcopy(kind="Pod", spec=_NoDeepcopy(containers=[inner]))
+    out = _manifests.copy_plain(doc)
+    assert out == {"kind": "Pod", "spec": {"containers": [{"image": "x", "args": ["--a", "--b"]}]}}
+    assert type(out) is dict and type(out["spec"]["containers"][0]) is dict
+    out["spec"]["containers"][0]["image"] = "y"
+    out["spec"]["containers"].append({})
+    assert inner["image"] == "x" and len(doc["spec"]["containers"]) == 1
+    assert _manifests.copy_plain("text") == "text" and _manifests.copy_plain(None) is None
