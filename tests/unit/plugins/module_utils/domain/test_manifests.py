@@ -202,3 +202,16 @@ def test_copy_plain_is_a_deep_copy_of_plain_data_without_deepcopy():
     out["spec"]["containers"].append({})
     assert inner["image"] == "x" and len(doc["spec"]["containers"]) == 1
     assert _manifests.copy_plain("text") == "text" and _manifests.copy_plain(None) is None
+
+
+def test_the_code_filters_call_copies_with_copy_plain_not_deepcopy():
+    from pathlib import Path
+
+    root = Path(_manifests.__file__).resolve().parents[1]
+    found = [
+        str(p.relative_to(root))
+        for sub in ("domain", "paths")
+        for p in sorted((root / sub).glob("*.py"))
+        if "deepcopy(" in p.read_text()
+    ]
+    assert found == [], f"use _manifests.copy_plain: a filter's lazy containers deep-copy every variable ({found})"
