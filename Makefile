@@ -34,11 +34,14 @@ collection: ## the checkout as the collection gangsched.kubeflow (.collections/a
 KUEUE_TESTS = tests/playbooks/test_site_kueue.py
 
 # make test's stages in lanes that run side by side, each lane on a lab of its own (tests/lanes.py): the
-# lab tests mostly wait on the cluster, so the lanes share the CPU well; each stage's time is printed.
+# lab tests mostly wait on the cluster, so the lanes share the CPU well; each stage's time is printed. The stages
+# of one process (compat, the 1.33 cell) run first, the pytest stages of two workers last, their longest files
+# first (tests/file_seconds.json, refreshed from .labs/logs/file_seconds.json after a run): so the run ends with
+# the machine busy, not with one lane's last file alone (2026-11-29: the last 450 s left a quarter of the CPU idle).
 TEST_LANES = \
-  'unit-lab=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/unit tests/lab $(KUEUE_TESTS); compat=$(PY) tests/compat.py oldest newest' \
-  'playbooks=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile tests/playbooks $(KUEUE_TESTS:%=--ignore=%)' \
-  'lint-sanity=$(MAKE) --no-print-directory lint sanity; molecule=$(MAKE) --no-print-directory molecule; k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33'
+  'compat=$(PY) tests/compat.py oldest newest; unit-lab=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile --no-loadscope-reorder --file-seconds-out=.labs/logs/file_seconds.json tests/unit tests/lab $(KUEUE_TESTS)' \
+  'playbooks=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile --no-loadscope-reorder --file-seconds-out=.labs/logs/file_seconds.json tests/playbooks $(KUEUE_TESTS:%=--ignore=%)' \
+  'k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33; lint-sanity=$(MAKE) --no-print-directory lint sanity; molecule=$(MAKE) --no-print-directory molecule'
 
 test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks and every Molecule scenario, in lanes side by side; each stage's time
 	$(PY) tests/lanes.py $(TEST_LANES)

@@ -1,15 +1,27 @@
 """Makes the checkout importable as the collection gangsched.kubeflow (ansible_collections/gangsched/
 kubeflow -> the repo root, under .collections/), next to kubernetes.core from the environment; under
-pytest-xdist (``-n``), gives each worker a lab directory of its own."""
+pytest-xdist (``-n``), gives each worker a lab directory of its own.
+
+Test files run longest first, by the seconds each took in a measured ``make test`` (``tests/file_seconds.json``;
+files not in it after them, in their own order): with ``--dist loadfile --no-loadscope-reorder`` a lane's workers
+then end together instead of one worker running the longest file alone at the end (by default pytest-xdist
+starts the files with the most tests first). ``--file-seconds-out=PATH`` merges each file's measured seconds
+(setup, call and teardown of its tests) into PATH at the end of the run, to refresh that table from."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import sys
+from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 COLLECTIONS = REPO / ".collections"
+FILE_SECONDS = Path(__file__).resolve().parent / "file_seconds.json"
 
 
 def _link_collection() -> None:
@@ -35,3 +47,41 @@ def _worker_lab_dir() -> None:
 
 _link_collection()
 _worker_lab_dir()
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--file-seconds-out",
+        default=None,
+        help="merge each test file's measured seconds into this JSON file at the end of the run",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    """Longest files first (a stable sort: each file's tests stay together and in their order)."""
+    seconds = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.exists() else {}
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0))
+
+
+_measured: dict[str, float] = defaultdict(float)
+
+
+def pytest_runtest_logreport(report):
+    _measured[report.nodeid.split("::", 1)[0]] += report.duration
+
+
+def pytest_sessionfinish(session):
+    out = session.config.getoption("--file-seconds-out")
+    if not out or hasattr(session.config, "workerinput") or not _measured:  # the controller writes, not each worker
+        return
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as f:  # two stages of make test may write at once
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        known = json.loads(f.read() or "{}")
+        known.update({name: round(took) for name, took in _measured.items()})
+        f.seek(0)
+        f.truncate()
+        f.write(json.dumps(dict(sorted(known.items(), key=lambda kv: -kv[1])), indent=1) + "\n")
