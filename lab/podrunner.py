@@ -34,6 +34,12 @@ from .containers import Container, PodSetupError, Sandbox, log, now
 from .paths import REPO
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# a running pod's ConfigMap and Secret volumes are rewritten when the runner's watch of those objects shows a new
+# resourceVersion (as the kubelet's default Watch change detection); while that watch is not synced, and in any case
+# this often, they are read again
+VOLUME_POLL_S = 5.0
+VOLUME_RESYNC_S = 60.0
+TOKEN_REFRESH_S = 1800.0
 SHELLS = {"sh", "bash", "ash", "dash"}
 
 
@@ -65,6 +71,8 @@ class PodRun:
         self.containers = [Container(self, c, images.binary_for(c["image"])) for c in pod["spec"]["containers"]]
         self.token_refreshed = 0.0
         self.volumes_refreshed = 0.0
+        # ("configmaps" | "secrets", name) -> the resourceVersion its volume was last written from (None: absent)
+        self.volume_versions: dict[tuple[str, str], str | None] = {}
         self.pod_ip = runner.allocate_ip()
         self.sandbox = Sandbox(self)
         self.last_status: str | None = None
@@ -78,24 +86,32 @@ class PodRun:
         (self.dir / "pod.json").write_text(json.dumps({"namespace": self.ns, "name": self.name, "ip": self.pod_ip}))
 
     # ---- set-up --------------------------------------------------------------------------------
-    def _read_configmap(self, name: str, optional: bool) -> dict | None:
+    def _read_configmap(self, name: str, optional: bool, seen: dict | None = None) -> dict | None:
         try:
             cm = self.runner.core.read_namespaced_config_map(name, self.ns)
         except k.ApiException as e:
             if e.status == 404 and optional:
+                if seen is not None:
+                    seen[("configmaps", name)] = None
                 return None
             raise PodSetupError("CreateContainerConfigError", f"configmap {self.ns}/{name}: {e.reason}") from e
+        if seen is not None:
+            seen[("configmaps", name)] = cm.metadata.resource_version
         data = dict(cm.data or {})
         data.update({key: base64.b64decode(v).decode(errors="replace") for key, v in (cm.binary_data or {}).items()})
         return data
 
-    def _read_secret(self, name: str, optional: bool) -> dict | None:
+    def _read_secret(self, name: str, optional: bool, seen: dict | None = None) -> dict | None:
         try:
             s = self.runner.core.read_namespaced_secret(name, self.ns)
         except k.ApiException as e:
             if e.status == 404 and optional:
+                if seen is not None:
+                    seen[("secrets", name)] = None
                 return None
             raise PodSetupError("CreateContainerConfigError", f"secret {self.ns}/{name}: {e.reason}") from e
+        if seen is not None:
+            seen[("secrets", name)] = s.metadata.resource_version
         return {key: base64.b64decode(v).decode(errors="replace") for key, v in (s.data or {}).items()}
 
     def _field(self, path: str) -> str:
@@ -144,6 +160,7 @@ class PodRun:
         """Write the pod's volumes under its directory, in place (the files stay the ones bind-mounted
         into a running container, as kubelet keeps mounted ConfigMaps and Secrets current)."""
         vols: dict[str, Path] = {}
+        seen: dict[tuple[str, str], str | None] = {}
         root = self.dir / "volumes"
         for v in self.pod["spec"].get("volumes") or []:
             name = v["name"]
@@ -154,12 +171,12 @@ class PodRun:
             target.mkdir(parents=True, exist_ok=True)
             if "configMap" in v:
                 cm = v["configMap"]
-                data = self._read_configmap(cm["name"], cm.get("optional", False))
+                data = self._read_configmap(cm["name"], cm.get("optional", False), seen)
                 if data is not None:
                     self._write_items(target, data, cm.get("items"))
             elif "secret" in v:
                 sec = v["secret"]
-                data = self._read_secret(sec["secretName"], sec.get("optional", False))
+                data = self._read_secret(sec["secretName"], sec.get("optional", False), seen)
                 if data is not None:
                     self._write_items(target, data, sec.get("items"))
             elif "projected" in v:
@@ -169,11 +186,13 @@ class PodRun:
                         if tokens or not (target / t["path"]).exists():
                             _put(target / t["path"], self._token(t.get("audience"), t.get("expirationSeconds", 3600)))
                     elif "configMap" in src:
-                        data = self._read_configmap(src["configMap"]["name"], src["configMap"].get("optional", False))
+                        cm = src["configMap"]
+                        data = self._read_configmap(cm["name"], cm.get("optional", False), seen)
                         if data is not None:
                             self._write_items(target, data, src["configMap"].get("items"))
                     elif "secret" in src:
-                        data = self._read_secret(src["secret"]["name"], src["secret"].get("optional", False))
+                        sec = src["secret"]
+                        data = self._read_secret(sec["name"], sec.get("optional", False), seen)
                         if data is not None:
                             self._write_items(target, data, src["secret"].get("items"))
                     elif "downwardAPI" in src:
@@ -191,8 +210,23 @@ class PodRun:
             vols[name] = target
         if tokens:
             self.token_refreshed = time.monotonic()
+        self.volume_versions = seen
         self.volumes_refreshed = time.monotonic()
         return vols
+
+    def volumes_stale(self) -> bool:
+        """A token to renew, or a ConfigMap or Secret of its volumes changed since they were written (by the
+        runner's watch; every VOLUME_POLL_S while that watch is not synced), or VOLUME_RESYNC_S gone by."""
+        since = time.monotonic() - self.volumes_refreshed
+        if since > VOLUME_RESYNC_S or time.monotonic() - self.token_refreshed > TOKEN_REFRESH_S:
+            return True
+        for (kind, name), version in self.volume_versions.items():
+            current = self.runner.object_version(kind, self.ns, name)
+            if current is False:  # the watch of that kind is not synced
+                return since > VOLUME_POLL_S
+            if current != version:
+                return True
+        return False
 
     def env_for(self, c: dict) -> dict[str, str]:
         env = {
@@ -301,9 +335,9 @@ class PodRun:
         for ctr in self.containers:
             if ctr.alive() and ctr.probe is not None:
                 ctr.probe.tick()
-        if any(c.alive() for c in self.containers) and time.monotonic() - self.volumes_refreshed > 5:
-            try:  # ConfigMap/Secret contents every few seconds, tokens every 30 minutes
-                self.materialise_volumes(tokens=time.monotonic() - self.token_refreshed > 1800)
+        if any(c.alive() for c in self.containers) and self.volumes_stale():
+            try:  # ConfigMap/Secret contents when they changed, tokens every 30 minutes
+                self.materialise_volumes(tokens=time.monotonic() - self.token_refreshed > TOKEN_REFRESH_S)
             except PodSetupError as e:
                 log(f"{self.ns}/{self.name}: volume refresh failed: {e}")
                 self.volumes_refreshed = time.monotonic()
@@ -412,6 +446,53 @@ class PodRunner:
         self.ips_in_use: set[str] = set()
         self.ip_lock = threading.Lock()
         self.stop_event = threading.Event()
+        # "configmaps" | "secrets" -> {(namespace, name): resourceVersion}, kept by watch_objects; absent: not synced
+        self.versions: dict[str, dict[tuple[str, str], str]] = {}
+
+    def object_version(self, kind: str, ns: str, name: str) -> str | None | bool:
+        """The resourceVersion of a ConfigMap or Secret as the watch saw it last; None when it does not exist;
+        False when that watch is not synced (at the start, or relisting after an error)."""
+        seen = self.versions.get(kind)
+        if seen is None:
+            return False
+        return seen.get((ns, name))
+
+    def watch_objects(self, kind: str) -> None:
+        """List and watch every ConfigMap (or Secret) for its resourceVersion: a pod's volume is rewritten when
+        one it mounts changes, as the kubelet's watch of them does, instead of each pod reading them every few
+        seconds."""
+        lister = {
+            "configmaps": self.core.list_config_map_for_all_namespaces,
+            "secrets": self.core.list_secret_for_all_namespaces,
+        }[kind]
+        while not self.stop_event.is_set():
+            try:
+                data = json.loads(lister(_preload_content=False).data)
+                seen = {
+                    (i["metadata"]["namespace"], i["metadata"]["name"]): i["metadata"]["resourceVersion"]
+                    for i in data["items"]
+                }
+                self.versions[kind] = seen
+                for ev in watch.Watch().stream(
+                    lister,
+                    resource_version=data["metadata"]["resourceVersion"],
+                    timeout_seconds=300,
+                    _request_timeout=330,
+                ):
+                    if self.stop_event.is_set():
+                        return
+                    if ev["type"] == "ERROR":
+                        break
+                    md = ev["raw_object"]["metadata"]
+                    if ev["type"] == "DELETED":
+                        seen.pop((md["namespace"], md["name"]), None)
+                    else:
+                        seen[(md["namespace"], md["name"])] = md["resourceVersion"]
+            except Exception as e:  # noqa: BLE001 - apiserver restart, expired watch: relist
+                log(f"{kind} watch interrupted ({type(e).__name__}: {str(e)[:200]}); relisting")
+                time.sleep(1)
+            finally:
+                self.versions.pop(kind, None)
 
     def allocate_ip(self) -> str:
         """The lowest free pod address of the lab's /24 (an address is free again once its pod stopped)."""

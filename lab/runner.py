@@ -30,6 +30,8 @@ class Runner(PodRunner):
         signal.signal(signal.SIGTERM, lambda *_: self.stop_event.set())
         signal.signal(signal.SIGINT, lambda *_: self.stop_event.set())
         threading.Thread(target=self.watch_pods, daemon=True).start()
+        for kind in ("configmaps", "secrets"):
+            threading.Thread(target=self.watch_objects, args=(kind,), daemon=True).start()
         log(f"runner up: apiserver 127.0.0.1:{self.api_port}, manifests {self.lab.manifests}")
         last_static = 0.0
         while not self.stop_event.is_set():
