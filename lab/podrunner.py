@@ -189,12 +189,12 @@ class PodRun:
                         cm = src["configMap"]
                         data = self._read_configmap(cm["name"], cm.get("optional", False), seen)
                         if data is not None:
-                            self._write_items(target, data, src["configMap"].get("items"))
+                            self._write_items(target, data, cm.get("items"))
                     elif "secret" in src:
                         sec = src["secret"]
                         data = self._read_secret(sec["name"], sec.get("optional", False), seen)
                         if data is not None:
-                            self._write_items(target, data, src["secret"].get("items"))
+                            self._write_items(target, data, sec.get("items"))
                     elif "downwardAPI" in src:
                         for item in src["downwardAPI"].get("items") or []:
                             if "fieldRef" in item:
