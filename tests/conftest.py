@@ -6,7 +6,11 @@ Test files run longest first, by the seconds each took in a measured ``make test
 files not in it after them, in their own order): with ``--dist loadfile --no-loadscope-reorder`` a lane's workers
 then end together instead of one worker running the longest file alone at the end (by default pytest-xdist
 starts the files with the most tests first). ``--file-seconds-out=PATH`` merges each file's measured seconds
-(setup, call and teardown of its tests) into PATH at the end of the run, to refresh that table from."""
+(setup, call and teardown of its tests) into PATH at the end of the run, to refresh that table from.
+
+A package of test files (a directory with ``__init__.py``, such as ``tests/lab/trainer_stack/``) is one unit: its
+files run together, in their order, on one worker (``--dist loadfile`` is told so), ranked by their seconds summed,
+so a lab its conftest starts for the whole package is started once."""
 
 from __future__ import annotations
 
@@ -57,11 +61,41 @@ def pytest_addoption(parser):
     )
 
 
+def _unit(nodeid: str) -> str:
+    """The unit a test runs in: its file, or the package of test files its file is in."""
+    path = nodeid.split("::", 1)[0]
+    parent = os.path.dirname(path)
+    return parent if parent and (REPO / parent / "__init__.py").exists() else path
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    """Longest files first (a stable sort: each file's tests stay together and in their order)."""
+    """Longest units first (a stable sort: each unit's tests stay together and in their order)."""
     seconds = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.exists() else {}
-    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0))
+    unit_seconds: dict[str, float] = defaultdict(float)
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        path = item.nodeid.split("::", 1)[0]
+        unit = _unit(path)
+        if path not in first:
+            unit_seconds[unit] += seconds.get(path, 0)
+        first.setdefault(path, i)
+        first.setdefault(unit, i)
+    items.sort(key=lambda item: (-unit_seconds[_unit(item.nodeid)], first[_unit(item.nodeid)]))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with a package of test files as one unit (see the module's docstring)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class UnitScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return UnitScheduling(config, log)
 
 
 _measured: dict[str, float] = defaultdict(float)

@@ -1,36 +1,24 @@
 """The lab as a module-scoped fixture: a fresh lab for each test file (about 8 s to start), torn down
 after it, so that what one file installs cluster-wide (CRDs, schedulers, operators, ClusterRoles)
-never reaches another, whatever order or worker the files run in; on a failing test the tail of
+never reaches another, whatever order or worker the files run in (a package of test files, such as
+``trainer_stack/``, shares one lab of its own: its files run whole on one worker); on a failing test the tail of
 every component's log (and of every runner pod's) is attached to the report."""
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
+from fresh_lab import fresh_lab
 from kubernetes import client as k
 
-from lab import build, kube, nodes, procs, scenarios
+from lab import kube, nodes, procs, scenarios
 from lab.cluster import Lab
 
 
 @pytest.fixture(scope="module")
 def lab():
-    missing = []
-    for b in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl"):
-        try:
-            build.binary_path(b)
-        except build.BuildError:
-            missing.append(b)
-    if missing:
-        pytest.fail(f"lab binaries not built: {', '.join(missing)}; run: python -m lab build", pytrace=False)
-    the_lab = Lab()
-    reuse = os.environ.get("GANGSCHED_LAB_REUSE") == "1"
-    the_lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, reuse=reuse, log=lambda *_: None)
-    yield the_lab
-    if not reuse:
-        the_lab.down(log=lambda *_: None)
+    yield from fresh_lab()
 
 
 @pytest.fixture(scope="module")

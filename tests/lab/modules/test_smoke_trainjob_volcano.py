@@ -12,7 +12,7 @@ import time
 import pytest
 from ansible_run import run_module
 from kubernetes import client as k
-from test_smoke_trainjob import leftovers
+from lab_objects import trainjob_leftovers as leftovers
 
 from lab import kube, scenarios
 

@@ -34,13 +34,10 @@ def _namespaced(ns: str, name: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def trainer(lab, core):
-    scenarios.install_scheduler_plugins(lab)  # the PodGroup CRD before Trainer starts
-    scenarios.install_jobset(lab)
-    scenarios.install_trainer(lab)
+def trainer(trainer_stack, core):
     kube.ensure_namespace(core, "rt-b")
     kube.apply(
-        lab,
+        trainer_stack,
         [
             scenarios.stock_training_runtime("stock"),
             scenarios.stock_training_runtime("inplace"),
@@ -49,7 +46,7 @@ def trainer(lab, core):
             _namespaced("rt-b", "local"),
         ],
     )
-    return lab
+    return trainer_stack
 
 
 @pytest.fixture
@@ -241,7 +238,7 @@ def test_in_place_edit_is_idempotent_and_taken_back(trainer, api):
 
 
 def test_jobset_defaults_let_the_copy_run_without_jobsets_mutating_webhook(trainer, api, core, ns):
-    """Last in the file: it takes JobSet's defaulting webhook away for the rest of this lab."""
+    """JobSet's defaulting webhook taken away for the test (and put back after it: the lab is shared)."""
     run_module(
         trainer, "trainer_runtime_gang", {"name": "stock", "gang_name": "stock-gang", **SP, "schedule_timeout": 600}
     )
@@ -251,9 +248,19 @@ def test_jobset_defaults_let_the_copy_run_without_jobsets_mutating_webhook(train
     assert bare["changed"] is True and "network" not in bare["runtime"]["spec"]["template"]["spec"], bare
     adm = k.AdmissionregistrationV1Api(api)
     conf = adm.read_mutating_webhook_configuration(scenarios.JOBSET_WEBHOOKS[0])
-    conf.webhooks = [w for w in conf.webhooks if not any("jobsets" in (r.resources or []) for r in w.rules or [])]
+    webhooks = conf.webhooks
+    conf.webhooks = [w for w in webhooks if not any("jobsets" in (r.resources or []) for r in w.rules or [])]
     assert conf.webhooks, "JobSet's pod webhook is kept; only its JobSet defaulting goes"
     adm.replace_mutating_webhook_configuration(conf.metadata.name, conf)
+    try:
+        _without_jobset_defaulting(trainer, api, core, ns)
+    finally:
+        conf = adm.read_mutating_webhook_configuration(scenarios.JOBSET_WEBHOOKS[0])
+        conf.webhooks = webhooks
+        adm.replace_mutating_webhook_configuration(conf.metadata.name, conf)
+
+
+def _without_jobset_defaulting(trainer, api, core, ns: str) -> None:
     sel = "jobset.sigs.k8s.io/jobset-name="
 
     kube.apply(trainer, [scenarios.trainjob(ns, "bare", "bare", 4)])

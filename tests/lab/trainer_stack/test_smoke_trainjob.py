@@ -12,43 +12,16 @@ from __future__ import annotations
 import pytest
 from ansible_run import run_module
 from kubernetes import client as k
+from lab_objects import trainjob_leftovers as leftovers
 
 from lab import kube, scenarios
 
-RUN_LABEL = "gangsched.kubeflow/smoke-run"
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
-SP_PODGROUPS = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
 
 
 @pytest.fixture(scope="module")
-def trainer(lab):
-    # the PodGroup CRD first: Trainer watches PodGroups only if their CRD exists when it starts
-    scenarios.install_scheduler_plugins(lab)
-    scenarios.install_jobset(lab)
-    scenarios.install_trainer(lab)
-    return lab
-
-
-def leftovers(api, run_id: str, podgroups: tuple = SP_PODGROUPS) -> list[str]:
-    """Everything of smoke run ``run_id`` still in the cluster: its labelled TrainJobs, runtimes, JobSets,
-    Jobs, pods and namespaces, and the PodGroups named after its TrainJobs (Trainer's carry no label)."""
-    sel = f"{RUN_LABEL}={run_id}"
-    co, out = k.CustomObjectsApi(api), []
-    for group, version, plural in (
-        (*TRAINER, "trainjobs"),
-        (*TRAINER, "trainingruntimes"),
-        ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
-    ):
-        for o in co.list_cluster_custom_object(group, version, plural, label_selector=sel)["items"]:
-            out.append(f"{plural} {o['metadata']['namespace']}/{o['metadata']['name']}")
-    for o in co.list_cluster_custom_object(*podgroups)["items"]:
-        if o["metadata"]["name"].startswith(f"smoke-{run_id}-"):
-            out.append(f"podgroups {o['metadata']['namespace']}/{o['metadata']['name']}")
-    out += [f"job {j.metadata.name}" for j in k.BatchV1Api(api).list_job_for_all_namespaces(label_selector=sel).items]
-    core = k.CoreV1Api(api)
-    out += [f"pod {p.metadata.name}" for p in core.list_pod_for_all_namespaces(label_selector=sel).items]
-    out += [f"namespace {n.metadata.name}" for n in core.list_namespace(label_selector=sel).items]
-    return out
+def trainer(trainer_stack):
+    return trainer_stack
 
 
 def _args(**over) -> dict:

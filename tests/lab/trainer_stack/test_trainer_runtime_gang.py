@@ -24,12 +24,11 @@ def _gang(runtime: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def trainer(lab):
-    scenarios.install_scheduler_plugins(lab)  # the PodGroup CRD before Trainer starts
-    scenarios.install_jobset(lab)
-    scenarios.install_trainer(lab)
-    kube.apply(lab, [scenarios.stock_training_runtime("plain"), _gang(scenarios.stock_training_runtime("gang"))])
-    return lab
+def trainer(trainer_stack):
+    kube.apply(
+        trainer_stack, [scenarios.stock_training_runtime("plain"), _gang(scenarios.stock_training_runtime("gang"))]
+    )
+    return trainer_stack
 
 
 @pytest.fixture

@@ -28,13 +28,9 @@ HOLD = 5.0
 
 
 @pytest.fixture(scope="module")
-def trainer(lab):
-    # the PodGroup CRD first: Trainer watches PodGroups only if their CRD exists when it starts
-    scenarios.install_scheduler_plugins(lab)
-    scenarios.install_jobset(lab)
-    scenarios.install_trainer(lab)
-    kube.apply(lab, [scenarios.training_runtime(RUNTIME)])
-    return lab
+def trainer(trainer_stack):
+    kube.apply(trainer_stack, [scenarios.training_runtime(RUNTIME)])
+    return trainer_stack
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +38,7 @@ def ns(trainer, core):
     name = f"t-{uuid.uuid4().hex[:8]}"
     kube.ensure_namespace(core, name)
     yield name
-    core.delete_namespace(name)
+    kube.delete_namespace(core, name, timeout=120)
 
 
 def _selector(job: str) -> str:
