@@ -24,6 +24,14 @@ from .flags import feature_gates, gate_flags, kcm_controllers
 from .paths import REPO, state_dir
 from .ports import free_port, port_free
 
+# The lab's API server collects its garbage less often than Go's default (a heap of up to 5x its live data, capped at
+# 768 MiB, instead of 2x): on a lab running site.yml it spent about a sixth of its CPU in the garbage collector, and
+# make test runs some 70 labs. Measured on 2 cores (a fresh lab, site.yml with Volcano, 30 s idle; two runs each):
+# its CPU 10.5 and 11.6 s instead of 12.2 and 13.2 s, the whole machine's 37.4 and 41.0 CPU-s instead of 41.9 and
+# 42.1; its resident memory about 725 MiB instead of 485 MiB (1.1 GiB without the cap). The collection's own
+# components are not touched: the runner runs them as their Deployments say.
+APISERVER_GO_ENV = {"GOGC": "400", "GOMEMLIMIT": "768MiB"}
+
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok", "runner")
 # the control-plane components the lab runs as processes on the host and also lays out as kubeadm does, as static
 # pod manifests in its manifest directory: the runner follows a changed manifest by starting the component again
@@ -258,6 +266,7 @@ class Lab:
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 *gate_flags(feature_gates(), "kube-apiserver", V.KUBERNETES_MINOR),
             ],
+            APISERVER_GO_ENV,
         )
         self._wait(lambda: self._api_ready(), "kube-apiserver", 60)
 
