@@ -43,7 +43,10 @@ def _cmd_up(a) -> int:
         f"{a.cpu_nodes} CPU node(s); apiserver https://127.0.0.1:{st['ports']['apiserver']}"
     )
     print(f"  export KUBECONFIG={lab.kubeconfig}")
-    print(f"  kubectl:   {B.binary_path('kubectl') if _built('kubectl') else 'kubectl'} get nodes")
+    if _built("kubectl"):
+        print(f"  kubectl:   {B.binary_path('kubectl')} get nodes")
+    else:
+        print("  kubectl:   kubectl get nodes   (the lab's own release: python -m lab build kubectl)")
     print("  status:    python -m lab status      stop: python -m lab down")
     return 0
 

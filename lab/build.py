@@ -116,8 +116,18 @@ UNITS: tuple[Unit, ...] = (
         overrides=V.KUBERNETES_OVERRIDES.get(V.KUBERNETES, ()),
         binaries=tuple(
             Binary(name, f"k8s.io/kubernetes/cmd/{name}", _k8s_ldflags(V.KUBERNETES))
-            for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+            for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
         ),
+    ),
+    # kubectl apart: neither the lab nor the collection runs it (only the tests, the bench and Flux's install do),
+    # so a first `make demo` does not wait for its 194 packages (kustomize's among them) of its own
+    Unit(
+        name="kubectl",
+        module="k8s.io/kubernetes",
+        version=V.KUBERNETES,
+        staging_version="v0." + V.KUBERNETES.split(".", 1)[1],
+        overrides=V.KUBERNETES_OVERRIDES.get(V.KUBERNETES, ()),
+        binaries=(Binary("kubectl", "k8s.io/kubernetes/cmd/kubectl", _k8s_ldflags(V.KUBERNETES)),),
     ),
     _scheduler_plugins(V.SCHEDULER_PLUGINS),
     Unit(
@@ -328,8 +338,10 @@ PATH_UNITS = {
     "trainer": ("trainer", "jobset"),
     # not a gang path: Kueue in front of the gang (gangsched_kueue)
     "kueue": ("kueue",),
-    # not a gang path: Flux for a GitOps stage (python -m lab flux)
-    "flux": ("flux-source-controller", "flux-kustomize-controller"),
+    # not a gang path: Flux for a GitOps stage (python -m lab flux; it applies Flux's objects with kubectl)
+    "flux": ("flux-source-controller", "flux-kustomize-controller", "kubectl"),
+    # not a gang path: kubectl, for the tests and the bench (`make build` and `make minor` build it)
+    "kubectl": ("kubectl",),
     # not a gang path: the GPU-node harness (python -m lab gpu-node builds them on demand; `make build` too)
     "gpu_node": GPU_NODE_UNITS,
     # not a gang path: the previous pins the upgrade tests start from
