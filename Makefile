@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo scheduler-demo collection test compat minor venv build up down status lint bench clean sanity molecule tarball changelog
+.PHONY: demo demo-build scheduler-demo collection test compat minor venv build up down status lint bench clean sanity molecule tarball changelog
 
 GANG_SCHEDULER ?= volcano
 SCHEDULER_PLUGINS_MODE ?= second
@@ -16,14 +16,15 @@ WITH_KUEUE := $(filter 1 true yes,$(KUEUE))
 # The venv is made while the Go builds run (`python -m lab build` needs nothing but the standard library): pip waits
 # on the network, the builds on the CPU
 demo: collection ## the lab up (4 GPU nodes), site.yml on it (GANG_SCHEDULER=volcano|scheduler_plugins|koordinator|native, TRAINER=1 for Kubeflow Trainer v2, KUEUE=1 for Kueue in front), its report; builds only what that path needs
-	$(MAKE) --no-print-directory venv & venv=$$!; \
-	  $(PYTHON) -m lab build --for $(GANG_SCHEDULER) $(if $(WITH_TRAINER),--for trainer) $(if $(WITH_KUEUE),--for kueue); \
-	  built=$$?; wait $$venv; made=$$?; test $$built -eq 0 && test $$made -eq 0
+	$(MAKE) --no-print-directory -j2 venv demo-build
 	$(PY) -m lab up --reuse
 	ANSIBLE_CONFIG=$(CURDIR)/ansible.cfg $(VENV)/bin/ansible-playbook -i inventories/lab playbooks/site.yml \
 	  -e gangsched_gang_scheduler=$(GANG_SCHEDULER) -e scheduler_plugins_mode=$(SCHEDULER_PLUGINS_MODE) \
 	  -e gang_smoke_test_control=true $(if $(WITH_TRAINER),-e gangsched_trainer=true) \
 	  $(if $(WITH_KUEUE),-e gangsched_kueue=true $(if $(filter native,$(GANG_SCHEDULER)),-e native_gang_job_integration=true))
+
+demo-build: ## the Go builds of make demo's path (with the standard library's Python: the venv may not be made yet)
+	$(PYTHON) -m lab build --for $(GANG_SCHEDULER) $(if $(WITH_TRAINER),--for trainer) $(if $(WITH_KUEUE),--for kueue)
 
 scheduler-demo: build ## the lab alone, no collection: gang vs no gang with the real schedulers
 	$(PY) -m lab gang-demo
