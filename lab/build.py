@@ -97,6 +97,19 @@ def _scheduler_plugins(version: str) -> Unit:
     )
 
 
+def _kubernetes(name: str, *binaries: str) -> Unit:
+    """A unit of the lab's Kubernetes release (``k8s.io/kubernetes`` at ``versions.KUBERNETES``) building
+    ``binaries`` (their ``cmd/`` names)."""
+    return Unit(
+        name=name,
+        module="k8s.io/kubernetes",
+        version=V.KUBERNETES,
+        staging_version="v0." + V.KUBERNETES.split(".", 1)[1],
+        overrides=V.KUBERNETES_OVERRIDES.get(V.KUBERNETES, ()),
+        binaries=tuple(Binary(b, f"k8s.io/kubernetes/cmd/{b}", _k8s_ldflags(V.KUBERNETES)) for b in binaries),
+    )
+
+
 # The checksum database behind this module proxy lacks entries for some of these module versions;
 # their hashes are still pinned by upstream go.sum files where those list them.
 _NOSUM = (("GONOSUMDB", "k8s.io,github.com/NVIDIA"),)
@@ -108,27 +121,10 @@ UNITS: tuple[Unit, ...] = (
         version=V.ETCD,
         binaries=(Binary("etcd", "go.etcd.io/etcd/server/v3"),),
     ),
-    Unit(
-        name="kubernetes",
-        module="k8s.io/kubernetes",
-        version=V.KUBERNETES,
-        staging_version="v0." + V.KUBERNETES.split(".", 1)[1],
-        overrides=V.KUBERNETES_OVERRIDES.get(V.KUBERNETES, ()),
-        binaries=tuple(
-            Binary(name, f"k8s.io/kubernetes/cmd/{name}", _k8s_ldflags(V.KUBERNETES))
-            for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
-        ),
-    ),
+    _kubernetes("kubernetes", "kube-apiserver", "kube-controller-manager", "kube-scheduler"),
     # kubectl apart: neither the lab nor the collection runs it (only the tests, the bench and Flux's install do),
     # so a first `make demo` does not wait for its 194 packages (kustomize's among them) of its own
-    Unit(
-        name="kubectl",
-        module="k8s.io/kubernetes",
-        version=V.KUBERNETES,
-        staging_version="v0." + V.KUBERNETES.split(".", 1)[1],
-        overrides=V.KUBERNETES_OVERRIDES.get(V.KUBERNETES, ()),
-        binaries=(Binary("kubectl", "k8s.io/kubernetes/cmd/kubectl", _k8s_ldflags(V.KUBERNETES)),),
-    ),
+    _kubernetes("kubectl", "kubectl"),
     _scheduler_plugins(V.SCHEDULER_PLUGINS),
     Unit(
         name="kwok",
@@ -273,14 +269,7 @@ UNITS: tuple[Unit, ...] = (
         binaries=(Binary("runc", "github.com/opencontainers/runc", (f"-X main.version={V.RUNC.lstrip('v')}",)),),
         env=(("CGO_ENABLED", "1"),),
     ),
-    Unit(
-        name="kubelet",
-        module="k8s.io/kubernetes",
-        version=V.KUBERNETES,
-        staging_version="v0." + V.KUBERNETES.split(".", 1)[1],
-        overrides=V.KUBERNETES_OVERRIDES.get(V.KUBERNETES, ()),
-        binaries=(Binary("kubelet", "k8s.io/kubernetes/cmd/kubelet", _k8s_ldflags(V.KUBERNETES)),),
-    ),
+    _kubernetes("kubelet", "kubelet"),
     Unit(
         name="nvidia-device-plugin-binary",
         module="github.com/NVIDIA/k8s-device-plugin",

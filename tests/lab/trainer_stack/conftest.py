@@ -22,3 +22,9 @@ def trainer_stack(lab):
     scenarios.install_jobset(lab)
     scenarios.install_trainer(lab)
     return lab
+
+
+@pytest.fixture
+def ns(trainer, namespace):
+    """A namespace of the test's own, made after its file's ``trainer`` fixture (which adds the file's runtimes)."""
+    return namespace

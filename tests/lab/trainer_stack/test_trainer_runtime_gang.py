@@ -7,7 +7,6 @@ TrainJob of 4 nodes all together."""
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 from kubernetes import client as k
@@ -29,14 +28,6 @@ def trainer(trainer_stack):
         trainer_stack, [scenarios.stock_training_runtime("plain"), _gang(scenarios.stock_training_runtime("gang"))]
     )
     return trainer_stack
-
-
-@pytest.fixture
-def ns(trainer, core):
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    kube.ensure_namespace(core, name)
-    yield name
-    kube.delete_namespace(core, name, timeout=120)
 
 
 def _sel(job: str) -> str:

@@ -7,7 +7,6 @@ whole; another runtime is edited in place, idempotently, and taken back."""
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 from ansible_run import comparable, run_module
@@ -47,14 +46,6 @@ def trainer(trainer_stack, core):
         ],
     )
     return trainer_stack
-
-
-@pytest.fixture
-def ns(trainer, core):
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    kube.ensure_namespace(core, name)
-    yield name
-    kube.delete_namespace(core, name, timeout=120)
 
 
 def _co(api) -> k.CustomObjectsApi:
