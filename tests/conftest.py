@@ -15,6 +15,7 @@ so a lab its conftest starts for the whole package is started once."""
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import sys
@@ -61,11 +62,15 @@ def pytest_addoption(parser):
     )
 
 
-def _unit(nodeid: str) -> str:
-    """The unit a test runs in: its file, or the package of test files its file is in."""
-    path = nodeid.split("::", 1)[0]
+@functools.cache
+def _unit(path: str) -> str:
+    """The unit a test file runs in: the file, or the package of test files it is in."""
     parent = os.path.dirname(path)
     return parent if parent and (REPO / parent / "__init__.py").exists() else path
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
 
 
 @pytest.hookimpl(trylast=True)
@@ -73,15 +78,11 @@ def pytest_collection_modifyitems(session, config, items):
     """Longest units first (a stable sort: each unit's tests stay together and in their order)."""
     seconds = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.exists() else {}
     unit_seconds: dict[str, float] = defaultdict(float)
-    first: dict[str, int] = {}
-    for i, item in enumerate(items):
-        path = item.nodeid.split("::", 1)[0]
-        unit = _unit(path)
-        if path not in first:
-            unit_seconds[unit] += seconds.get(path, 0)
-        first.setdefault(path, i)
-        first.setdefault(unit, i)
-    items.sort(key=lambda item: (-unit_seconds[_unit(item.nodeid)], first[_unit(item.nodeid)]))
+    rank: dict[str, int] = {}  # units in their collection order, for ties
+    for path in dict.fromkeys(_file(item.nodeid) for item in items):
+        unit_seconds[_unit(path)] += seconds.get(path, 0)
+        rank.setdefault(_unit(path), len(rank))
+    items.sort(key=lambda item: (-unit_seconds[_unit(_file(item.nodeid))], rank[_unit(_file(item.nodeid))]))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -93,7 +94,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class UnitScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return _unit(nodeid)
+            return _unit(_file(nodeid))
 
     return UnitScheduling(config, log)
 
@@ -102,7 +103,7 @@ _measured: dict[str, float] = defaultdict(float)
 
 
 def pytest_runtest_logreport(report):
-    _measured[report.nodeid.split("::", 1)[0]] += report.duration
+    _measured[_file(report.nodeid)] += report.duration
 
 
 def pytest_sessionfinish(session):
