@@ -546,6 +546,14 @@ def prefetch(unit: Unit) -> None:
         pass
 
 
+# Every `go build`: no module paths of this machine in the binaries (-trimpath), no symbol table or DWARF in them
+# (-s -w, below) and so no DWARF made by the compiler either (-dwarf=false, every package: the standard library's
+# too): a tenth less compile on a cold cache (KWOK: 89 s against 99 s, 166 CPU-s against 182) for the same binary
+# but its build settings line. RECIPE_REVISION is not bumped for it: a cache built without it holds binaries that
+# run the same.
+GO_BUILD = ("go", "build", "-trimpath", "-gcflags=all=-dwarf=false")
+
+
 def _compile(unit: Unit, src: Path, env: dict[str, str], log) -> None:
     """Each binary of the unit into its bin dir: one `go build` for all of them when they share their link
     flags (the compiler then works on one binary's packages while another links), else one each."""
@@ -560,7 +568,7 @@ def _compile(unit: Unit, src: Path, env: dict[str, str], log) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         pkgs = [b.package for b in unit.binaries]
-        _run(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", f"{tmp}/", *pkgs], src, env, log)
+        _run([*GO_BUILD, "-ldflags", ldflags, "-o", f"{tmp}/", *pkgs], src, env, log)
         for b, base in zip(unit.binaries, bases, strict=True):
             os.replace(tmp / base, out / b.name)
         tmp.rmdir()
@@ -568,7 +576,7 @@ def _compile(unit: Unit, src: Path, env: dict[str, str], log) -> None:
     for b in unit.binaries:
         log(f"  building {b.name} ({b.package})")
         ldflags = " ".join(("-s", "-w", *b.ldflags))
-        _run(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(out / b.name), b.package], src, env, log)
+        _run([*GO_BUILD, "-ldflags", ldflags, "-o", str(out / b.name), b.package], src, env, log)
 
 
 def build_unit(unit: Unit, log=print) -> bool:

@@ -212,6 +212,17 @@ options:
     description: Remove what the test created (always, also on failure, timeout or interrupt).
     type: bool
     default: true
+  keep_namespace:
+    description:
+      - With O(cleanup), leave the namespace this run created, emptied (the run's objects removed and its pods
+        gone), for a smoke run that follows in the same O(namespace), which takes it over, uses it as it is and
+        removes it at its end. Saves the namespace's deletion (Kubernetes' namespace controller waits 5 seconds
+        before it empties a deleted namespace) and the next run's wait for it to go.
+      - Only when the verdict is the expected one; otherwise the namespace is removed as without this option.
+      - A namespace kept and never taken over (the play stopped before the next run) is removed by the next
+        smoke run in it or by O(state=absent).
+    type: bool
+    default: false
   report_dir:
     description:
       - Directory for C(gang-smoke-<run id>.json), C(.xml) (JUnit) and C(.svg) (timeline).
@@ -409,6 +420,13 @@ left_behind:
   type: list
   elements: str
   sample: []
+namespace_kept:
+  description:
+    - Whether the run left the namespace it created for the next smoke run (O(keep_namespace) and the expected
+      verdict). False when the namespace was there before the run (it is never removed then) or was removed.
+  returned: when the test ran
+  type: bool
+  sample: true
 reports:
   description: Paths of the JSON, JUnit and SVG reports.
   returned: when O(report_dir) is set
@@ -441,6 +459,7 @@ def argument_spec() -> dict:
         allow_system_namespace=dict(type="bool", default=False),
         control=dict(type="bool", default=False),
         cleanup=dict(type="bool", default=True),
+        keep_namespace=dict(type="bool", default=False),
         report_dir=dict(type="path"),
         run_id=dict(type="str"),
     )

@@ -124,12 +124,17 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     )
     result["run_id"] = run_id
     left: list[str] = []
+    keep = False
     with interrupt_handlers():
         try:
             left += conduct(trial, result, resources, exp)
         finally:
             if params.get("cleanup", True):
-                left += trial.cleanup()
+                # the namespace is left for the next run only after a verdict as expected (an error, a timeout or an
+                # interrupt ends here with no verdict, or another one)
+                keep = bool(params.get("keep_namespace")) and result.get("verdict") == _verdict.EXPECTED[exp]
+                left += trial.cleanup(namespace=not keep)
+    result["namespace_kept"] = keep and trial.created_ns
     result["liveness"] = trial.liveness_summary()
     result["left_behind"] = left
     if left:

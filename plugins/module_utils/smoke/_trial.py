@@ -71,7 +71,8 @@ class Trial:
         obj = self.client.get_or_none(_api.path("Namespace", name=self.ns), f"Namespace {self.ns}")
         labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
         if obj is not None and labels.get(_workloads.RUN_LABEL) not in (None, self.run_id):
-            # created by an earlier run that was interrupted before its cleanup: this run removes it
+            # created by an earlier run, left for this one (keep_namespace) or interrupted before its cleanup: this run
+            # removes it
             self.created_ns = True
         if obj is not None and (obj.get("status") or {}).get("phase") == "Terminating":
             if not wait_namespace_gone(self.client, self.ns, 120, self.clock):

@@ -93,14 +93,38 @@ def test_pods_n_vs_n_minus_1(volcano, sp, core, tmp_path, scheduler):
 
 
 def test_wrong_expectation_fails_the_task_with_the_timeline(volcano, core):
+    # keep_namespace holds only for a verdict as expected: this run's namespace goes all the same
     res = run_module(
         volcano,
         "gang_smoke_test",
-        {"gang_scheduler": "volcano", "replicas": 4, "expect": "pending", "timeout": 15, "settle_seconds": 5},
+        {
+            "gang_scheduler": "volcano",
+            "replicas": 4,
+            "expect": "pending",
+            "timeout": 15,
+            "settle_seconds": 5,
+            "keep_namespace": True,
+        },
     )
     assert res.get("failed") is True
     assert "verdict gang_held_running, expected pending" in res["msg"], res["msg"]
     assert res["gang"]["timeline"], res
+    assert res["namespace_kept"] is False
+    assert _leftovers(core) == []
+
+
+def test_a_kept_namespace_is_taken_over_and_removed_by_the_next_run(volcano, core):
+    ns = "gangsched-smoke-kept"
+    args = {"gang_scheduler": "volcano", "replicas": 4, "namespace": ns, "keep_namespace": True}
+    first = run_module(volcano, "gang_smoke_test", args)
+    assert first["verdict"] == "gang_held_running" and first["namespace_kept"] is True, first
+    kept = core.read_namespace(ns)
+    assert kept.status.phase == "Active" and kept.metadata.labels[RUN_LABEL] == first["run_id"]
+    # emptied: the run's pods are gone (their GPUs free), its other objects removed
+    assert core.list_namespaced_pod(ns).items == [] and first["left_behind"] == []
+    second = run_module(volcano, "gang_smoke_test", {"gang_scheduler": "volcano", "replicas": 5, "namespace": ns})
+    assert second["verdict"] == "gang_held_pending" and second["ok"] is True, second
+    assert second["stale_removed"] == [] and second["namespace_kept"] is False and second["left_behind"] == []
     assert _leftovers(core) == []
 
 

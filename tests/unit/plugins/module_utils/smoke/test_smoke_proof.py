@@ -236,7 +236,10 @@ def test_scheduler_not_serving_or_not_ready_is_an_error_naming_it_and_nothing_is
 
 def test_canary_not_bound_is_an_error_naming_the_scheduler_and_no_gang_is_created():
     client = FakeClient(bind=False)
-    res = _smoke.run(client, params(replicas=2, expect="pending", liveness_timeout=1), False, print)
+    over = {"replicas": 2, "expect": "pending", "liveness_timeout": 1, "keep_namespace": True}
+    res = _smoke.run(client, params(**over), False, print)
+    # an error verdict: the namespace the run made is removed, keep_namespace or not
+    assert res["namespace_kept"] is False and ("DELETE", "/api/v1/namespaces/gangsched-smoke") in client.writes
     assert res["verdict"] == V.ERROR and res["ok"] is False
     assert "scheduler 'volcano' (Volcano Deployment volcano-system/vc-scheduler)" in res["cause"], res["cause"]
     assert "did not bind the liveness canary" in res["cause"]
