@@ -546,6 +546,15 @@ class Lab:
             pass
         return out
 
+    def rbac_refusals(self, user: str) -> list[dict]:
+        """The audit log's 403s of ``user`` that the authorizer did not allow: refused by RBAC, not by admission (a
+        create in a namespace being deleted is refused by NamespaceLifecycle with 403 too, its decision "allow")."""
+        return [
+            e
+            for e in self.audit_events(user=user, code=403)
+            if (e.get("annotations") or {}).get("authorization.k8s.io/decision") != "allow"
+        ]
+
     def log_path(self, what: str) -> Path:
         if what.startswith("pod/"):
             parts = what.split("/")

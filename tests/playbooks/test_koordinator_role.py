@@ -173,11 +173,7 @@ def test_install_check_idempotent_gang_audit_uninstall(lab, play, pool):
         assert ("list", resource) in seen or ("watch", resource) in seen, sorted(seen)
     # refused by RBAC (not by admission: an event koord-scheduler writes into the test's namespace while it is being
     # deleted is refused by NamespaceLifecycle, also with 403)
-    denied = [
-        e
-        for e in lab.audit_events(user=USER, code=403)
-        if (e.get("annotations") or {}).get("authorization.k8s.io/decision") == "forbid"
-    ]
+    denied = lab.rbac_refusals(USER)
     assert denied == [], [(e["verb"], e["requestURI"], e["responseStatus"].get("message")) for e in denied]
 
     # uninstall: what install made goes, the CRDs (users' PodGroups live in them) stay

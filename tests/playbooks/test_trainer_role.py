@@ -217,11 +217,7 @@ def test_install_check_idempotent_gang_audit_restart_uninstall(lab, play):
 
     # refused by RBAC (not by admission, such as a create in the namespace the test just deleted)
     for user in USERS:
-        denied = [
-            e
-            for e in lab.audit_events(user=user, code=403)
-            if (e.get("annotations") or {}).get("authorization.k8s.io/decision") == "forbid"
-        ]
+        denied = lab.rbac_refusals(user)
         assert denied == [], [(e["verb"], e["requestURI"], e["responseStatus"].get("message")) for e in denied]
         assert lab.audit_events(user=user), f"no call of {user} in the audit log"
 

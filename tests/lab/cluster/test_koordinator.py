@@ -188,5 +188,5 @@ def test_no_call_of_koord_scheduler_is_refused(koord):
     for resource in ("pods", "nodes", "podgroups", "reservations", "devices"):
         # a list (v1.6.1), or a watch that sends the initial objects (v1.8.0: client-go's watch-list)
         assert ("list", resource) in seen or ("watch", resource) in seen, sorted(seen)
-    denied = koord.audit_events(user=USER, code=403)
+    denied = koord.rbac_refusals(USER)
     assert denied == [], [(e["verb"], e["requestURI"], e["responseStatus"].get("message")) for e in denied]

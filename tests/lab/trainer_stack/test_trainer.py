@@ -128,5 +128,5 @@ def test_no_call_of_trainer_or_jobset_is_refused(trainer, user):
     # 1.37 with the client-go Trainer and JobSet are built on) by a watch alone
     for resource in expected:
         assert ("list", resource) in seen or ("watch", resource) in seen, sorted(seen)
-    denied = trainer.audit_events(user=user, code=403)
+    denied = trainer.rbac_refusals(user)
     assert denied == [], [(e["verb"], e["requestURI"], e["responseStatus"].get("message")) for e in denied]
