@@ -28,6 +28,7 @@ from ansible.module_utils.errors import UnsupportedError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
+from ansible_collections.gangsched.kubeflow.plugins.plugin_utils import _preload
 
 
 class _Plain(json.JSONEncoder):
@@ -106,3 +107,8 @@ class InProcessAction(ActionBase):
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
+
+
+# ansible-playbook loads this with the first of the collection's action plugins, in its own process: the roles' Jinja
+# plugins loaded there once, for every task's worker after it
+_preload.preload()

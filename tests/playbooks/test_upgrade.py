@@ -289,7 +289,7 @@ def test_on_the_volcano_path_the_upgrade_keeps_queues_podgroups_and_gangs(lab):
     allow = {"kubeflow_gang_allow_downgrade": True, "gpu_device_plugin_allow_downgrade": True}
     back = playbook(lab, "site", "--skip-tags", "smoke", **allow, **path, **previous)
     assert back.rc == 0, back.failures()
-    named = back.messages("Downgrade | going back")
+    named = back.messages("Downgrade | no older release")
     assert any("goes back from mpi_operator 0.8.0" in m for m in named), named
     assert any(f"goes back from gpu_device_plugin {V.NVIDIA_DEVICE_PLUGIN}" in m for m in named), named
     before = _tags(lab)
