@@ -13,3 +13,4 @@ from ansible_collections.gangsched.kubeflow.plugins.plugin_utils._inprocess impo
 
 class ActionModule(InProcessAction):
     entry = render_manifests.entry()
+    texts = ("documents",)

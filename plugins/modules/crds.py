@@ -48,6 +48,7 @@ options:
     description:
       - The CRD files, each its name (for messages, e.g. its path) and its whole text, as C(ansible.builtin.file) with
         C(rstrip=false) reads it.
+      - The result's C(invocation) gives each text's size, not the text.
     type: dict
     required: true
   conversion:

@@ -66,7 +66,7 @@ options:
       - YAML texts of Kubernetes objects, one or more documents each (a chart's C(helm template) output, a CRD file's
         text), parsed on the host; empty documents are skipped. Their objects follow those of O(objects).
       - Large objects (CRDs) are much cheaper to pass this way than parsed into O(objects), which Ansible templates
-        and checks entry by entry.
+        and checks entry by entry. The result's C(invocation) gives each text's size, not the text.
     type: list
     elements: str
     default: []

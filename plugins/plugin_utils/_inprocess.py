@@ -75,12 +75,34 @@ def run_entry(entry: dict, args: Mapping, check_mode: bool, diff: bool, name: st
     return remove_values(result, hidden)
 
 
+def texts_by_size(result: dict, options: tuple) -> dict:
+    """``result`` with each of ``options`` in its ``invocation`` (a file's whole text by name, or a list of texts)
+    echoed as each text's size: a CRD file is up to a MiB, and the echo would travel from the worker to
+    ansible-playbook and through every callback in each run, for a reader who has the files."""
+    args = result.get("invocation", {}).get("module_args")
+    if not isinstance(args, dict):
+        return result
+    for option in options:
+        value = args.get(option)
+        if isinstance(value, Mapping):
+            args[option] = {k: _size(v) for k, v in value.items()}
+        elif isinstance(value, list):
+            args[option] = [_size(v) for v in value]
+    return result
+
+
+def _size(text):
+    return f"({len(text)} characters, not echoed)" if isinstance(text, str) else text
+
+
 class InProcessAction(ActionBase):
-    """Set ``entry`` (the module's ``entry()``) in the subclass."""
+    """Set ``entry`` (the module's ``entry()``) in the subclass, and ``texts`` to the options of whole file texts
+    that the result's ``invocation`` gives as sizes."""
 
     _supports_check_mode = True
     _supports_async = True
     entry = None
+    texts: tuple = ()
 
     def _in_process(self, task_vars: dict) -> bool:
         if not boolean(self._templar.template(task_vars.get("gangsched_in_process", True)), strict=False):
@@ -101,12 +123,12 @@ class InProcessAction(ActionBase):
         if self._in_process(task_vars):
             name = self._task.resolved_action or self._task.action
             done = run_entry(self.entry, self._task.args, self._task.check_mode, self._task.diff, name)
-            return merge_hash(result, done)
+            return texts_by_size(merge_hash(result, done), self.texts)
         wrap_async = self._task.async_val and not self._connection.has_native_async
         result = merge_hash(result, self._execute_module(task_vars=task_vars, wrap_async=wrap_async))
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
-        return result
+        return texts_by_size(result, self.texts)
 
 
 # ansible-playbook loads this with the first of the collection's action plugins, in its own process: the roles' Jinja

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from ansible_run import BIN, ansible_cli, ansible_env
 
 
-def _run(args: dict, check: bool = False) -> dict:
+def _run(args: dict, check: bool = False, in_process: bool = True) -> dict:
     cmd = [
         str(BIN / "ansible"),
         "localhost",
@@ -21,6 +22,7 @@ def _run(args: dict, check: bool = False) -> dict:
         "--diff",
     ]
     cmd += ["--check"] if check else []
+    cmd += [] if in_process else ["-e", "gangsched_in_process=false"]
     out = ansible_cli(cmd, ansible_env(None), timeout=120)
     data = json.loads(out.stdout)
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
@@ -137,3 +139,18 @@ def test_a_path_through_a_file_is_named_not_a_traceback(tmp_path):
         == f"render_manifests: cannot write to {path} (Not a directory): check that the directory is writable"
     )
     assert got["written"] == [] and got["removed"] == []
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "module-process"])
+def test_the_documents_texts_are_echoed_as_their_sizes(tmp_path, in_process):
+    """A CRD's text passed in O(documents) is not echoed back in the result's invocation (it would travel through
+    every callback of every run): its size is; the files are written all the same."""
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: gang\ndata:\n"
+    text += "  k: " + "v" * 5000 + "\n"
+    res = _run({"path": str(tmp_path / "r"), "documents": [text]}, in_process=in_process)
+    assert res["changed"] is True and res["files"] == ["configmap-gang-big.yaml"], res
+    # (the diff, asked for, shows the file written)
+    assert "v" * 5000 not in json.dumps({k: v for k, v in res.items() if k != "diff"})
+    if in_process or "invocation" in res:  # a module process reports it up to ansible-core 2.20
+        assert res["invocation"]["module_args"]["documents"] == [f"({len(text)} characters, not echoed)"]
+    assert (tmp_path / "r" / "configmap-gang-big.yaml").read_text().count("v" * 5000) == 1

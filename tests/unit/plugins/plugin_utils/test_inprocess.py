@@ -118,3 +118,21 @@ def test_arguments_reach_the_runner_as_json_would_hand_them():
 
     args = {"a": Lazy({"b": (1, 2)}), "when": datetime.date(2026, 11, 26), "raw": b"x", "s": {3}}
     assert _inprocess.plain(args) == {"a": {"b": [1, 2]}, "when": "2026-11-26", "raw": "x", "s": [3]}
+
+
+def test_whole_file_texts_are_echoed_as_their_sizes():
+    """A CRD file's text (up to a MiB) is not echoed back in ``invocation``: its size is; the other options as
+    they were, and a result without ``invocation`` (a module process of ansible-core 2.21) as it was."""
+    crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n" * 1000
+    result = {
+        "changed": False,
+        "invocation": {"module_args": {"files": {"/crds/a.yaml": crd}, "documents": [crd, "b"], "owner": "x"}},
+    }
+    out = _inprocess.texts_by_size(result, ("files", "documents"))
+    args = out["invocation"]["module_args"]
+    assert args == {
+        "files": {"/crds/a.yaml": f"({len(crd)} characters, not echoed)"},
+        "documents": [f"({len(crd)} characters, not echoed)", "(1 characters, not echoed)"],
+        "owner": "x",
+    }
+    assert _inprocess.texts_by_size({"changed": True}, ("files",)) == {"changed": True}
