@@ -1,10 +1,10 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Private to this collection: the action plugin of each module but the smoke test. When the task would run
-its module in the very Python that runs ansible-playbook, on this machine, as this user (a local connection,
-``ansible_python_interpreter`` set to ``ansible_playbook_python``, no become, no delegation, no ``environment``,
-not async), the module's own code (its entry: options, requirements, runner) runs in Ansible's worker process
+"""Private to this collection: the action plugin of each module (the smoke test's for its state=absent only).
+When the task would run its module in the very Python that runs ansible-playbook, on this machine, as this user
+(a local connection, ``ansible_python_interpreter`` set to ``ansible_playbook_python``, no become, no delegation,
+no ``environment``, not async), the module's own code (its entry: options, requirements, runner) runs in Ansible's worker process
 instead of a new Python process for each task; everything else, and ``gangsched_in_process: false``, runs the
 module as any module runs. The result is the same either way: the options are validated against the same
 argument spec, the runner is the same code, and no_log values are masked the same way.

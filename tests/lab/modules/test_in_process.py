@@ -81,3 +81,19 @@ def test_render_manifests_writes_the_same_files_either_way(lab, tmp_path):
         assert shipped is (label == "module") and res["changed"] is True
         out[label] = {f.name: f.read_text() for f in sorted(path.iterdir())}
     assert out["worker"] == out["module"] and len(out["worker"]) == 2
+
+
+def test_the_smoke_tests_removal_runs_in_the_worker_and_the_smoke_test_in_its_own_process(lab, tmp_path):
+    """state=absent (the leftovers' removal, which traps no signal) in the worker, the same result as its module
+    process; a smoke test itself always a process of its own (it traps SIGTERM and SIGINT to remove its gang)."""
+    worker, shipped = run(lab, tmp_path, "gang_smoke_test", {"state": "absent"})
+    assert worker.get("failed") is not True, worker.get("msg")
+    assert shipped is False
+    module, shipped = run(lab, tmp_path, "gang_smoke_test", {"state": "absent"}, gangsched_in_process=False)
+    assert module.get("failed") is not True, module.get("msg")
+    assert shipped is True
+    assert same(worker) == same(module)
+    # a bad scheduler name fails at once, before anything is created, but only after the module was shipped
+    res, shipped = run(lab, tmp_path, "gang_smoke_test", {"gang_scheduler": "no-such-path"})
+    assert res["failed"] is True and "gang_scheduler" in res["msg"], res.get("msg")
+    assert shipped is True
