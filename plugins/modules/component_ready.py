@@ -42,8 +42,8 @@ options:
     default: []
   namespace:
     description:
-      - The namespace of O(deployments), O(daemonsets), O(services), O(service_accounts) and O(secrets). Required with
-        any of them.
+      - The namespace of O(deployments), O(daemonsets), O(daemonset_selector), O(services), O(service_accounts) and
+        O(secrets). Required with any of them.
     type: str
   deployments:
     description: Names of Deployments in O(namespace) that must be rolled out.
@@ -55,6 +55,19 @@ options:
     type: list
     elements: str
     default: []
+  daemonset_selector:
+    description:
+      - A label selector (C(app.kubernetes.io/instance=gpu)) of DaemonSets in O(namespace); at least one must have
+        it, and every one that has it must be ready as those of O(daemonsets) are. For DaemonSets whose names a chart
+        chooses.
+    type: str
+  allocatable:
+    description:
+      - Resources (C(nvidia.com/gpu)) whose allocatable amounts over all nodes must add up to at least the given
+        number, for example once a device plugin has registered its devices.
+      - The nodes are listed again at most once every C(nodes / 100) seconds (once a second up to 100 nodes).
+    type: dict
+    default: {}
   services:
     description: Names of Services in O(namespace) that must have a ready endpoint.
     type: list
@@ -118,6 +131,14 @@ EXAMPLES = r"""
     validating_webhook_configurations: [volcano-admission-service-pods-validate]
     wait_timeout: 300
 
+- name: A chart's DaemonSets (found by their label) ready, and the GPUs they advertise allocatable
+  gangsched.kubeflow.component_ready:
+    namespace: nvidia-device-plugin
+    daemonset_selector: app.kubernetes.io/instance=nvidia-device-plugin
+    allocatable:
+      nvidia.com/gpu: 8
+    wait_timeout: 300
+
 - name: What is not ready now, without waiting
   gangsched.kubeflow.component_ready:
     namespace: nvidia-device-plugin
@@ -135,7 +156,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ready:
-  description: The named objects that are ready, as C(Kind name) or C(Kind namespace/name).
+  description:
+    - The named objects that are ready, as C(Kind name) or C(Kind namespace/name); C(DaemonSets namespace -l selector)
+      for O(daemonset_selector), C(Nodes' allocatable resource) for each of O(allocatable).
   returned: always
   type: list
   elements: str
@@ -166,7 +189,8 @@ waited_for:
 objects:
   description:
     - With O(return_objects=true), the named objects that were found, each as last read, in the order of the options;
-      those not found are not in the list. Services are not in it; Secrets are, without their data.
+      those not found are not in the list. Services are not in it; Secrets are, without their data; the DaemonSets of
+      O(daemonset_selector) are, as one C(DaemonSetList); the nodes are not.
   returned: when O(return_objects=true)
   type: list
   elements: dict
@@ -190,6 +214,8 @@ def argument_spec() -> dict:
         namespace=dict(type="str"),
         deployments=dict(names),
         daemonsets=dict(names),
+        daemonset_selector=dict(type="str"),
+        allocatable=dict(type="dict", default={}),
         services=dict(names),
         mutating_webhook_configurations=dict(names),
         validating_webhook_configurations=dict(names),

@@ -4,9 +4,9 @@
 """Private to this collection: the action plugin of each module (the smoke test's for its state=absent only).
 When the task would run its module in the very Python that runs ansible-playbook, on this machine, as this user
 (a local connection, ``ansible_python_interpreter`` set to ``ansible_playbook_python``, no become, no delegation,
-no ``environment``, not async), the module's own code (its entry: options, requirements, runner) runs in Ansible's worker process
-instead of a new Python process for each task; everything else, and ``gangsched_in_process: false``, runs the
-module as any module runs. The result is the same either way: the options are validated against the same
+no ``environment``, not async), the module's own code (its entry: options, requirements, runner) runs in Ansible's
+worker process instead of a new Python process for each task; everything else, and ``gangsched_in_process: false``,
+runs the module as any module runs. The result is the same either way: the options are validated against the same
 argument spec, the runner is the same code, and no_log values are masked the same way.
 
 Why: a module process costs about 0.3 s before it does anything, and each of ours 0.5 s more to import the

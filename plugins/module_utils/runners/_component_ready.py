@@ -2,15 +2,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: what component_ready does — one read of each object a component
-brings (CRDs, Deployments, DaemonSets, Services' endpoints, admission webhook configurations; namespaces,
-ServiceAccounts and Secrets, ready once they exist), then, for those not ready yet, reads again once a second until
-they are or the timeout passes. Not a public API."""
+brings (CRDs, Deployments, DaemonSets by name or by label, Services' endpoints, admission webhook configurations;
+namespaces, ServiceAccounts and Secrets, ready once they exist; the nodes' allocatable total of a resource), then, for
+those not ready yet, reads again once a second until they are or the timeout passes. Not a public API."""
 
 from __future__ import annotations
 
 import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._capacity import quantity
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._readiness import (
     ca_injected,
     daemonset_ready,
@@ -70,14 +71,69 @@ KINDS = {
 NAMESPACED = tuple(o for o, (_k, _r, _c, namespaced) in KINDS.items() if namespaced)
 
 
-def targets(params: dict) -> list[tuple[str, object, object]]:
-    """(``Kind namespace/name``, read() of it, readiness) of every object the options name, in option order."""
+def daemonsets_ready(found: dict) -> str | None:
+    """The DaemonSets a label selector found (a DaemonSetList): at least one, each ready as ``daemonset_ready``."""
+    items = found.get("items") or []
+    if not items:
+        return "no DaemonSet has the labels yet"
+    for ds in items:
+        why = daemonset_ready(ds)
+        if why:
+            return f"{(ds.get('metadata') or {}).get('name')}: {why}"
+    return None
+
+
+def _allocatable(node: dict, resource: str) -> float:
+    try:
+        return quantity(((node.get("status") or {}).get("allocatable") or {}).get(resource, 0))
+    except ValueError:
+        return 0.0
+
+
+def allocatable_at_least(resource: str, minimum: int):
+    """Readiness of the nodes (a list): their allocatable ``resource`` adds up to ``minimum`` or more."""
+
+    def ready(nodes: list) -> str | None:
+        total = sum(_allocatable(n, resource) for n in nodes)
+        return None if total >= minimum else f"{total:g} allocatable on {len(nodes)} node(s), {minimum} wanted"
+
+    return ready
+
+
+def _nodes(clock):
+    """A read of every node that lists them again only once ``len(nodes) / 100`` seconds (1 s at least) have
+    passed since its last list, else gives that list again: at most about 100 nodes a second, on any cluster."""
+    last: dict = {}
+
+    def read(client):
+        if "at" not in last or clock() - last["at"] >= max(1.0, len(last["nodes"]) / 100):
+            last.update(at=clock(), nodes=client.list(_api.path("Node"), "the nodes"))
+        return last["nodes"]
+
+    return read
+
+
+def targets(params: dict, clock=time.monotonic) -> list[tuple[str, object, object]]:
+    """(``Kind namespace/name``, read() of it, readiness) of every object the options name, in option order; then
+    the DaemonSets of ``daemonset_selector``, then the nodes' total of each resource of ``allocatable``."""
     out = []
     for option, (kind, read, ready, namespaced) in KINDS.items():
         for name in params.get(option) or []:
             ns = params.get("namespace") if namespaced else None
             label = f"{kind} {ns}/{name}" if namespaced else f"{kind} {name}"
             out.append((label, lambda client, r=read, lb=label, n=ns, nm=name: r(client, lb, n, nm), ready))
+    selector, ns = params.get("daemonset_selector"), params.get("namespace")
+    if selector:
+        label = f"DaemonSets {ns} -l {selector}"
+
+        def daemonsets(client, lb=label):
+            items = client.list_or_empty(_api.path("DaemonSet", ns), lb, labelSelector=selector)
+            return {"apiVersion": "apps/v1", "kind": "DaemonSetList", "items": items}
+
+        out.append((label, daemonsets, daemonsets_ready))
+    nodes = _nodes(clock)
+    for resource, minimum in (params.get("allocatable") or {}).items():
+        out.append((f"Nodes' allocatable {resource}", nodes, allocatable_at_least(resource, minimum)))
     return out
 
 
@@ -100,9 +156,17 @@ def _without_data(obj: dict) -> dict:
 
 
 def run(client, params: dict, check_mode: bool, warn, clock=time.monotonic, sleep=time.sleep) -> dict:
-    todo = targets(params)
-    if any(o in NAMESPACED and params.get(o) for o in KINDS) and not params.get("namespace"):
-        kinds = "deployments, daemonsets, services, service_accounts or secrets"
+    wanted = {}
+    for resource, amount in (params.get("allocatable") or {}).items():
+        try:
+            wanted[resource] = int(amount)
+        except (TypeError, ValueError):
+            fix = f"allocatable.{resource} must be a whole number (got {amount!r}); set it to the nodes' total wanted"
+            return {"changed": False, "_failed": fix}
+    todo = targets({**params, "allocatable": wanted}, clock)
+    namespaced = any(o in NAMESPACED and params.get(o) for o in KINDS) or params.get("daemonset_selector")
+    if namespaced and not params.get("namespace"):
+        kinds = "deployments, daemonsets, daemonset_selector, services, service_accounts or secrets"
         need = f"namespace is required with {kinds}; set it to theirs"
         return {"changed": False, "_failed": need}
     t0 = clock()

@@ -53,3 +53,46 @@ def test_what_never_gets_ready_fails_within_the_timeout_naming_it(lab, namespace
     assert "Traceback" not in res["msg"] and "raise wait_timeout" in res["msg"]
     now = run_module(lab, "component_ready", {**args, "wait": False})
     assert now.get("failed") is not True and now["waited_for"] == [] and len(now["not_ready"]) == 2, now
+
+
+def _daemonset(ns: str, name: str, instance: str) -> dict:
+    labels = {"app": name, "app.kubernetes.io/instance": instance}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": name, "image": "example.invalid/plugin:1"}]},
+            },
+        },
+    }
+
+
+def test_a_charts_daemonsets_by_label_and_the_gpus_they_advertise(lab, namespace):
+    """DaemonSets found by their label (none yet at the first read: waited for until KWOK brings their pods up on
+    every node), and the lab's allocatable nvidia.com/gpu added up over its nodes; a total no node set reaches fails
+    within the timeout, naming it."""
+    args = {
+        "namespace": namespace,
+        "daemonset_selector": "app.kubernetes.io/instance=plugin",
+        "allocatable": {"nvidia.com/gpu": 4},
+        "return_objects": True,
+        "wait_timeout": 120,
+    }
+    with ThreadPoolExecutor(1) as pool:
+        fut = pool.submit(run_module, lab, "component_ready", args)
+        _first_read(lab, f"/namespaces/{namespace}/daemonsets?")
+        kube.apply(lab, [_daemonset(namespace, "plugin", "plugin"), _daemonset(namespace, "plugin-mps", "plugin")])
+        res = fut.result(timeout=200)
+    assert res.get("failed") is not True, res.get("msg")
+    label = f"DaemonSets {namespace} -l app.kubernetes.io/instance=plugin"
+    assert res["waited_for"] == [label] and res["ready"] == [label, "Nodes' allocatable nvidia.com/gpu"], res
+    found = res["objects"][0]["items"]
+    assert sorted(d["metadata"]["name"] for d in found) == ["plugin", "plugin-mps"]
+    assert all(d["status"]["desiredNumberScheduled"] == d["status"]["numberReady"] > 0 for d in found), found
+    res = run_module(lab, "component_ready", {"allocatable": {"nvidia.com/gpu": 999}, "wait_timeout": 3})
+    assert res.get("failed") is True, res
+    assert "Timed out after 3s waiting for Nodes' allocatable nvidia.com/gpu: 4 allocatable on " in res["msg"], res

@@ -54,7 +54,16 @@ class Cluster:
 
     def list_or_empty(self, path, what="", labelSelector=None):
         self.reads.append(f"{path}?{labelSelector}")
-        return self.objects.get(f"{path}?{labelSelector}", [])
+        key = f"{path}?{labelSelector}"
+        if key in self.later and self.reads.count(key) > self.later[key][0]:
+            return self.later[key][1]
+        return self.objects.get(key, [])
+
+    def list(self, path, what=""):
+        self.reads.append(path)
+        if path in self.later and self.reads.count(path) > self.later[path][0]:
+            return self.later[path][1]
+        return self.objects.get(path, [])
 
 
 class Clock:
@@ -139,7 +148,10 @@ def test_missing_and_stale_and_daemonsets():
 
 def test_namespaced_kinds_need_the_namespace():
     res, _ = _run(Cluster({}), namespace=None)
-    need = "namespace is required with deployments, daemonsets, services, service_accounts or secrets; set it to theirs"
+    need = (
+        "namespace is required with deployments, daemonsets, daemonset_selector, services, service_accounts or secrets;"
+        " set it to theirs"
+    )
     assert res["_failed"] == need
     only_secrets = {"crds": [], "deployments": [], "mutating_webhook_configurations": [], "secrets": ["s"]}
     res, _ = _run(Cluster({}), namespace=None, **only_secrets)
@@ -192,3 +204,61 @@ def test_namespaces_service_accounts_and_secrets_are_ready_once_they_exist_and_s
     c = Cluster({}, later={sec + "gone": (2, secret)})
     res, clock = _run(c, **only, namespace="vs", secrets=["gone"])
     assert "_failed" not in res and res["waited_for"] == ["Secret vs/gone"] and clock.t == 2
+
+
+NONE = {"crds": [], "deployments": [], "mutating_webhook_configurations": []}
+SEL = "/apis/apps/v1/namespaces/vs/daemonsets?app.kubernetes.io/instance=gpu"
+NODES = "/api/v1/nodes"
+
+
+def _named(name, ds):
+    return {**ds, "metadata": {**ds["metadata"], "name": name}}
+
+
+def _node(gpus):
+    return {"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "8", "nvidia.com/gpu": str(gpus)}}}
+
+
+def test_daemonsets_by_label_wait_for_one_to_exist_and_every_one_to_be_ready():
+    plugin, mps = _named("gpu-plugin", _ds(ready=0)), _named("gpu-mps", _ds(ready=0, want=0))
+    sel = {"daemonset_selector": "app.kubernetes.io/instance=gpu", **NONE}
+    res, _ = _run(Cluster({}), wait=False, **sel)
+    assert res["not_ready"] == [
+        {"object": "DaemonSets vs -l app.kubernetes.io/instance=gpu", "why": "no DaemonSet has the labels yet"}
+    ]
+    # found at the second read, one not ready (one with nothing desired is: 0 of 0 pods) until the timeout
+    res, _ = _run(Cluster({}, later={SEL: (1, [plugin, mps])}), wait_timeout=2, **sel)
+    assert (
+        "DaemonSets vs -l app.kubernetes.io/instance=gpu: gpu-plugin: 0 of 2 pods ready, 2 updated." in res["_failed"]
+    )
+    # ready at the fourth read: the objects as one DaemonSetList
+    done = [_named("gpu-plugin", _ds()), mps]
+    res, clock = _run(Cluster({}, later={SEL: (3, done)}), return_objects=True, **sel)
+    assert "_failed" not in res and res["ready"] == ["DaemonSets vs -l app.kubernetes.io/instance=gpu"]
+    assert res["objects"] == [{"apiVersion": "apps/v1", "kind": "DaemonSetList", "items": done}] and clock.t == 3
+    res, _ = _run(Cluster({}), namespace=None, **sel)
+    assert res["_failed"].startswith("namespace is required with")
+
+
+def test_allocatable_adds_up_over_the_nodes_and_waits_until_it_reaches_the_number():
+    c = Cluster({NODES: [_node(0), _node(0)]}, later={NODES: (2, [_node(1), _node(1)])})
+    res, clock = _run(c, allocatable={"nvidia.com/gpu": 2}, **NONE)
+    assert "_failed" not in res and res["ready"] == ["Nodes' allocatable nvidia.com/gpu"]
+    assert res["waited_for"] == ["Nodes' allocatable nvidia.com/gpu"] and clock.t == 2
+    res, _ = _run(Cluster({NODES: [_node(1), _node(0)]}), allocatable={"nvidia.com/gpu": 2}, wait_timeout=3, **NONE)
+    assert "Nodes' allocatable nvidia.com/gpu: 1 allocatable on 2 node(s), 2 wanted" in res["_failed"]
+    assert "objects" not in _run(Cluster({NODES: [_node(2)]}), allocatable={"nvidia.com/gpu": "2"}, **NONE)[0]
+    res, _ = _run(Cluster({NODES: [_node(2)]}), allocatable={"nvidia.com/gpu": "two"}, **NONE)
+    assert (
+        res["_failed"]
+        == "allocatable.nvidia.com/gpu must be a whole number (got 'two'); set it to the nodes' total wanted"
+    )
+
+
+def test_a_large_cluster_s_nodes_are_listed_again_at_most_every_nodes_per_100_seconds():
+    many = [_node(0)] * 500
+    c = Cluster({NODES: many}, later={NODES: (3, [_node(1)] * 500)})
+    res, clock = _run(c, allocatable={"nvidia.com/gpu": 500}, wait_timeout=60, **NONE)
+    assert "_failed" not in res
+    # 500 nodes: listed at 0, 5, 10 and 15 s (ready at the fourth list), not once a second
+    assert c.reads.count(NODES) == 4 and clock.t == 15
