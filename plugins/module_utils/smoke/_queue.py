@@ -21,6 +21,11 @@ WORKLOAD_WAIT = 30.0
 ROUND = 0.5
 
 
+def workloads_path(ns: str) -> str:
+    """Where Kueue's Workloads of namespace ``ns`` are listed."""
+    return _api.path("Workload", ns, api_version_=GROUP_VERSION)
+
+
 def local_queue(ns: str, name: str, run_id: str, cluster_queue: str) -> dict:
     """The run's LocalQueue in the smoke namespace, pointing at the ClusterQueue under test."""
     return {
@@ -80,7 +85,7 @@ def admission(trial, job: dict, cluster_queue: str, timeout: float, clock=time.m
     {"held": Kueue's message, "seconds": ...}; with the Workload's name. GangError naming Kueue and the fix when no
     Workload comes, when Kueue calls it inadmissible, or when it decides nothing in time."""
     kind, ns, name = job["kind"], job["metadata"]["namespace"], job["metadata"]["name"]
-    path = _api.path("Workload", ns, api_version_=GROUP_VERSION)
+    path = workloads_path(ns)
     t0 = clock()
     wl = None
     while True:

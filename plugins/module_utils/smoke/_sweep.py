@@ -13,6 +13,11 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Forbidden, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import Watcher
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _smoke_objects
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _queue
+
+
+def _labels(doc: dict) -> dict:
+    return (doc.get("metadata") or {}).get("labels") or {}
 
 
 def _stale_selector(keep: str | None) -> str:
@@ -114,7 +119,8 @@ def remove_run(
     """Delete everything labelled with smoke run ``run_id`` of the kinds in ``created`` (jobs first, then
     runtimes, pods last) and (``namespace``) the namespace ``ns``; returns what is left after ``timeout``
     (should be nothing) of the run's pods, TrainJobs and runtimes (the garbage collector removes a
-    TrainJob's JobSet and Jobs before their pods)."""
+    TrainJob's JobSet and Jobs before their pods), and of the Workloads Kueue made for its queued jobs (their
+    quota is free once they are gone)."""
     sel = f"{_workloads.RUN_LABEL}={run_id}"
     order = [k for k, _v in _smoke_objects.RUN_KINDS]
     kinds = {(_workloads.collection_path(d), d["kind"]) for d in created}
@@ -130,6 +136,9 @@ def remove_run(
             pass
     waited = [(_api.path("Pod", ns), "Pod")]
     waited += sorted((p, k) for p, k in kinds if k in _workloads.WAITED_KINDS)
+    # a job sent through Kueue holds its ClusterQueue's quota until Kueue lets its Workload go: the next trial's
+    # gang, sent at once, would be held for the quota this one still holds
+    queued = {(d["kind"], d["metadata"]["name"]) for d in created if _queue.QUEUE_LABEL in _labels(d)}
     deadline = clock() + timeout
     left: list[str] = []
     while clock() < deadline:
@@ -138,6 +147,13 @@ def remove_run(
             for path, kind in waited
             for o in client.list_or_empty(path, labelSelector=sel)
         ]
+        if queued:
+            left += [
+                f"Workload {ns}/{w['metadata']['name']} (Kueue's, of {o['kind']} {o['name']})"
+                for w in client.list_or_empty(_queue.workloads_path(ns), what=f"Kueue Workloads in {ns}")
+                for o in (w.get("metadata") or {}).get("ownerReferences") or []
+                if (o.get("kind"), o.get("name")) in queued
+            ]
         if not left:
             break
         time.sleep(0.5)

@@ -19,6 +19,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._excepti
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _smoke_objects
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis, _smoke, _sweep, _trial, _watch
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _queue as _queue_mod
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict as V
 
 CRD = {"status": {"conditions": [{"type": "Established", "status": "True"}]}}
@@ -743,6 +744,59 @@ def test_a_runs_cleanup_deletes_its_trainjob_before_its_runtime_and_waits_for_bo
     waited = {p for m, p in client.calls if m == "GET"}
     assert "/apis/trainer.kubeflow.org/v1alpha1/namespaces/s/trainjobs" in waited
     assert "/apis/trainer.kubeflow.org/v1alpha1/namespaces/s/trainingruntimes" in waited
+
+
+class _KueueLetsGoLater(FakeClient):
+    """Kueue's Workload of a deleted queued job is listed for ``rounds`` more lists (its finalizer, the garbage
+    collector), of ``owner`` ((kind, name)); a Workload of another job stays."""
+
+    def __init__(self, rounds, owner=("PyTorchJob", "smoke-r-gang")):
+        super().__init__()
+        self.rounds = rounds
+        self.owner = owner
+
+    def list(self, path, what="", **query):
+        if path.endswith("/workloads"):
+            self.calls.append(("GET", path))
+            other = {"metadata": {"name": "theirs", "ownerReferences": [{"kind": "PyTorchJob", "name": "theirs"}]}}
+            if self.rounds <= 0:
+                return [other]
+            self.rounds -= 1
+            kind, name = self.owner
+            return [other, {"metadata": {"name": f"{name}-wl", "ownerReferences": [{"kind": kind, "name": name}]}}]
+        return super().list(path, what, **query)
+
+    list_or_empty = list
+
+
+def _job() -> dict:
+    md = {"name": "smoke-r-gang", "namespace": "s"}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": md}
+
+
+def _queued_job() -> dict:
+    return _queue_mod.queued(_job(), "smoke-r")
+
+
+def test_a_runs_cleanup_waits_until_kueue_lets_its_queued_jobs_workloads_go():
+    """The next trial's gang would be held for the quota a Workload of this one still holds."""
+    client = _KueueLetsGoLater(rounds=2)
+    left = _sweep.remove_run(client, "s", "r", [_queued_job()], False, 30, clock=_Clock())
+    assert left == []
+    assert client.rounds == 0  # listed until it was gone
+    assert client.calls.count(("GET", "/apis/kueue.x-k8s.io/v1beta2/namespaces/s/workloads")) == 3
+
+
+def test_a_workload_kueue_never_lets_go_is_named_as_left():
+    client = _KueueLetsGoLater(rounds=10**6)
+    left = _sweep.remove_run(client, "s", "r", [_queued_job()], False, 2, clock=_Clock())
+    assert left == ["Workload s/smoke-r-gang-wl (Kueue's, of PyTorchJob smoke-r-gang)"]
+
+
+def test_a_run_without_kueue_reads_no_workload():
+    client = _KueueLetsGoLater(rounds=10**6)
+    assert _sweep.remove_run(client, "s", "r", [_job()], False, 5, clock=_Clock()) == []
+    assert not [c for c in client.calls if c[1].endswith("/workloads")]
 
 
 class _CacheLag(_TrainerClient):
