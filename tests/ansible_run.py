@@ -49,6 +49,24 @@ def _zygote() -> str | None:
     return path
 
 
+def _log_run(cmd: list, env: dict, answer: dict) -> None:
+    """A line for this run in ``GANGSCHED_TEST_RUN_LOG`` where it is set (make test: .labs/logs/ansible_runs.jsonl):
+    the test, the command, its wall and CPU seconds (the run's processes and those they waited for: workers,
+    module processes, helm), so where the tests' Ansible time goes can be read after a run."""
+    path = os.environ.get("GANGSCHED_TEST_RUN_LOG")
+    if not path:
+        return
+    line = {
+        "test": env.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0],
+        "cmd": [Path(cmd[0]).name, *(c if len(c) <= 300 else c[:300] + "..." for c in cmd[1:])],
+        "rc": answer["rc"],
+        "seconds": answer.get("seconds"),
+        "cpu": answer.get("cpu"),
+    }
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+
+
 def ansible_cli(cmd: list, env: dict, cwd=REPO, timeout: float = 900) -> subprocess.CompletedProcess:
     """``cmd`` (an Ansible CLI of this venv: ansible, ansible-playbook) run as ``subprocess.run`` would, with its
     output as text; forked from the warm interpreter unless ``GANGSCHED_TEST_WARM=0``, the command is another
@@ -75,7 +93,9 @@ def ansible_cli(cmd: list, env: dict, cwd=REPO, timeout: float = 900) -> subproc
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
                 conn.connect(path)
                 conn.sendall((json.dumps(req) + "\n").encode())
-                rc = json.loads(conn.makefile("r").readline())["rc"]
+                answer = json.loads(conn.makefile("r").readline())
+            rc = answer["rc"]
+            _log_run(cmd, env, answer)
             stdout = Path(req["stdout"]).read_text(errors="replace")
             stderr = Path(req["stderr"]).read_text(errors="replace")
     if rc is None:

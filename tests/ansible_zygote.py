@@ -10,7 +10,8 @@ process's is not sent here (``ansible_run`` runs it as a process of its own).
     python tests/ansible_zygote.py SOCKET      # serves until its parent exits
 
 Requests are one JSON line: ``{"argv", "env", "cwd", "stdout", "stderr", "timeout"}``; the answer one JSON line:
-``{"rc": int}``, or ``{"rc": null}`` when the run outlived its timeout and was killed."""
+``{"rc": int, "seconds": float, "cpu": float}`` (``rc`` null when the run outlived its timeout and was killed; ``cpu``:
+the run's CPU seconds, its workers' and module processes' included)."""
 
 from __future__ import annotations
 
@@ -67,9 +68,10 @@ def _child(req: dict) -> None:
         os._exit(code)
 
 
-def _wait(pid: int, timeout: float) -> int | None:
-    """The child's exit code, or None after killing its process group at ``timeout``; sleeps on the child's pidfd
-    (woken by its exit) where the kernel has them, else polls every 20 ms."""
+def _wait(pid: int, timeout: float) -> tuple[int | None, float]:
+    """The child's exit code, or None after killing its process group at ``timeout``, and the CPU seconds it and
+    the processes it waited for used (its workers, their module processes); sleeps on the child's pidfd (woken by
+    its exit) where the kernel has them, else polls every 20 ms."""
     deadline = time.monotonic() + timeout
     try:
         pidfd = os.pidfd_open(pid)
@@ -77,17 +79,17 @@ def _wait(pid: int, timeout: float) -> int | None:
         pidfd = None
     try:
         while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:
-                return os.waitstatus_to_exitcode(status)
+                return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
             left = deadline - time.monotonic()
             if left <= 0:
                 try:
                     os.killpg(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-                os.waitpid(pid, 0)
-                return None
+                _, _, usage = os.wait4(pid, 0)
+                return None, usage.ru_utime + usage.ru_stime
             if pidfd is None:
                 time.sleep(0.02)
             else:
@@ -119,8 +121,10 @@ def serve(path: str) -> None:
                 srv.close()
                 conn.close()
                 _child(req)
-            rc = _wait(pid, float(req["timeout"]))
-            conn.sendall((json.dumps({"rc": rc}) + "\n").encode())
+            t0 = time.monotonic()
+            rc, cpu = _wait(pid, float(req["timeout"]))
+            answer = {"rc": rc, "seconds": round(time.monotonic() - t0, 2), "cpu": round(cpu, 2)}
+            conn.sendall((json.dumps(answer) + "\n").encode())
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ the lanes at once, each lane with a lab of its own (``GANGSCHED_LAB_DIR`` under 
 
 The lab tests spend most of their time waiting on the cluster (a gang held for its watch window, a
 rollout, a namespace going away), not on the CPU, so lanes in parallel cut the wall time of
-``make test`` without changing any test. Each stage's output goes to ``.labs/logs/<stage>.log`` and is
+``make test`` without changing any test. Each stage's output goes to ``.labs/logs/<stage>.log`` (every Ansible run
+of the tests, with its wall and CPU seconds, to ``.labs/logs/ansible_runs.jsonl``) and is
 printed whole, under a header, when the stage ends, so a CI log reads one stage at a time. A lane
 stops at its first failing stage; the other lanes run on. Exits non-zero when any stage failed or did
 not run, after every lane's lab is stopped.
@@ -39,9 +40,12 @@ def parse(lane: str) -> list[tuple[str, str]]:
     return stages
 
 
+RUN_LOG = LABS / "logs" / "ansible_runs.jsonl"
+
+
 def run_lane(index: int, stages: list[tuple[str, str]], results: dict) -> None:
     lab_dir = LABS / f"lane{index}"
-    env = {**os.environ, "GANGSCHED_LAB_DIR": str(lab_dir)}
+    env = {**os.environ, "GANGSCHED_LAB_DIR": str(lab_dir), "GANGSCHED_TEST_RUN_LOG": str(RUN_LOG)}
     for name, cmd in stages:
         log = LABS / "logs" / f"{name}.log"
         start = time.monotonic()
@@ -85,6 +89,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, stop_all)
     signal.signal(signal.SIGINT, stop_all)
     (LABS / "logs").mkdir(parents=True, exist_ok=True)
+    RUN_LOG.write_text("")  # each test's Ansible runs, their wall and CPU seconds (tests/ansible_run.py)
     results: dict[str, tuple[int, int]] = {}
     start = time.monotonic()
     threads = [threading.Thread(target=run_lane, args=(i, lane, results), daemon=True) for i, lane in enumerate(lanes)]
