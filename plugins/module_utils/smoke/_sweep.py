@@ -69,8 +69,8 @@ def remove_stale(
     found: list | None = None,
 ) -> tuple:
     """Delete what ``find_stale`` finds (``found``: what it found already), jobs before their runtimes,
-    and wait until its pods, namespaces, TrainJobs and runtimes are gone. Returns (what was removed, what
-    is still there after ``timeout``)."""
+    and wait until its pods, namespaces, TrainJobs and runtimes, and Kueue's Workloads of its jobs, are gone.
+    Returns (what was removed, what is still there after ``timeout``)."""
     stale = find_stale(client, namespace, keep) if found is None else found
     removed = [w for _path, w, _going in stale]
     if check_mode or not stale:
@@ -82,10 +82,19 @@ def remove_stale(
             client.request("DELETE", path, query={"propagationPolicy": "Background"}, what=what)
         except NotFound:
             pass
+    # the jobs' Workloads (Kueue's, where it runs): a job an earlier run sent through Kueue holds its quota until
+    # Kueue lets its Workload go
+    jobs: dict[str, set] = {}
+    for _path, w, _going in stale:
+        kind, _, ns_name = w.partition(" ")
+        if not w.startswith(("Pod ", "Namespace ")) and "/" in ns_name:
+            ns, _, name = ns_name.partition("/")
+            jobs.setdefault(ns, set()).add((kind, name))
     deadline = time.monotonic() + timeout
     left = removed
     while time.monotonic() < deadline:
         left = [w for p, w, _going in stale if w.startswith(_WAITED) and client.get_or_none(p, w) is not None]
+        left += [h for ns, owners in sorted(jobs.items()) for h in kueue_holds(client, ns, owners)]
         if not left:
             break
         time.sleep(0.5)
@@ -111,6 +120,17 @@ def wait_namespace_gone(client, ns: str, timeout: float, clock=time.monotonic) -
             return True
         time.sleep(0.5)
     return False
+
+
+def kueue_holds(client, ns: str, owners: set) -> list[str]:
+    """Kueue's Workloads in ``ns`` of the jobs ``owners`` ({(kind, name)}), as 'Workload ns/name (...)': while one
+    is there, the quota it reserved is not free. None where Kueue's API is not served."""
+    return [
+        f"Workload {ns}/{w['metadata']['name']} (Kueue's, of {o['kind']} {o['name']})"
+        for w in client.list_or_empty(_queue.workloads_path(ns), what=f"Kueue Workloads in {ns}")
+        for o in (w.get("metadata") or {}).get("ownerReferences") or []
+        if (o.get("kind"), o.get("name")) in owners
+    ]
 
 
 def remove_run(
@@ -148,12 +168,7 @@ def remove_run(
             for o in client.list_or_empty(path, labelSelector=sel)
         ]
         if queued:
-            left += [
-                f"Workload {ns}/{w['metadata']['name']} (Kueue's, of {o['kind']} {o['name']})"
-                for w in client.list_or_empty(_queue.workloads_path(ns), what=f"Kueue Workloads in {ns}")
-                for o in (w.get("metadata") or {}).get("ownerReferences") or []
-                if (o.get("kind"), o.get("name")) in queued
-            ]
+            left += kueue_holds(client, ns, queued)
         if not left:
             break
         time.sleep(0.5)

@@ -756,7 +756,7 @@ class _KueueLetsGoLater(FakeClient):
         self.owner = owner
 
     def list(self, path, what="", **query):
-        if path.endswith("/workloads"):
+        if path.startswith("/apis/kueue.x-k8s.io/") and path.endswith("/workloads"):
             self.calls.append(("GET", path))
             other = {"metadata": {"name": "theirs", "ownerReferences": [{"kind": "PyTorchJob", "name": "theirs"}]}}
             if self.rounds <= 0:
@@ -791,6 +791,17 @@ def test_a_workload_kueue_never_lets_go_is_named_as_left():
     client = _KueueLetsGoLater(rounds=10**6)
     left = _sweep.remove_run(client, "s", "r", [_queued_job()], False, 2, clock=_Clock())
     assert left == ["Workload s/smoke-r-gang-wl (Kueue's, of PyTorchJob smoke-r-gang)"]
+
+
+def test_a_stale_queued_job_is_removed_and_its_workload_waited_for():
+    """An earlier run interrupted before its cleanup: its job goes, the sweep ends once Kueue let its Workload go."""
+    client = _KueueLetsGoLater(rounds=2)
+    job = _job()
+    job["metadata"]["labels"] = {"gangsched.kubeflow/smoke-run": "r"}
+    client.objects[_api.path("PyTorchJob", "s", "smoke-r-gang")] = job
+    removed, left = _sweep.remove_stale(client, "s", keep="mine", check_mode=False, timeout=30)
+    assert removed == ["PyTorchJob s/smoke-r-gang"] and left == []
+    assert client.rounds == 0
 
 
 def test_a_run_without_kueue_reads_no_workload():
