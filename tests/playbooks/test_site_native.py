@@ -42,14 +42,21 @@ def _diff_after(run, component: str) -> str:
 
 
 def test_off_by_default_and_refusals_change_nothing(lab):
-    """The lab as users run 1.37 (the API off); a managed control plane (no hosts), a kube-scheduler of another minor
-    and the Job integration next to a system-* Job are each refused with their reason, before any write."""
+    """The lab as users run 1.37 (the API off); a managed control plane (no hosts), a static pod directory with no
+    manifests, a kube-scheduler of another minor and the Job integration next to a system-* Job are each refused with
+    their reason, before any write."""
     originals = _manifests(lab)
     assert _native(lab)["served_versions"] == []
 
     run = playbook(lab, "site", **NATIVE, native_gang_control_plane_hosts=[])
     assert run.rc != 0
     assert "ask the provider for: kube-apiserver --feature-gates=GenericWorkload=true" in run.failures(), run.failures()
+
+    nowhere = lab.root / "no-manifests"
+    run = playbook(lab, "site", **NATIVE, native_gang_static_pod_dir=str(nowhere))
+    assert run.rc != 0
+    assert f"{nowhere}/kube-apiserver.yaml: no such file" in run.failures(), run.failures()
+    assert "set native_gang_static_pod_dir to the kubelet's staticPodPath there" in run.failures(), run.failures()
 
     sched = lab.manifests / "kube-scheduler.yaml"
     sched.write_text(originals["kube-scheduler"].decode().replace(":v1.37.", ":v1.36."))
