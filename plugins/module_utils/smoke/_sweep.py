@@ -86,9 +86,9 @@ def remove_stale(
     # Kueue lets its Workload go
     jobs: dict[str, set] = {}
     for _path, w, _going in stale:
-        kind, _, ns_name = w.partition(" ")
-        if not w.startswith(("Pod ", "Namespace ")) and "/" in ns_name:
-            ns, _, name = ns_name.partition("/")
+        kind, _sep, ns_name = w.partition(" ")
+        if kind not in ("Pod", "Namespace") and "/" in ns_name:
+            ns, _sep, name = ns_name.partition("/")
             jobs.setdefault(ns, set()).add((kind, name))
     deadline = time.monotonic() + timeout
     left = removed
