@@ -5,7 +5,8 @@ The lab tests spend most of their time waiting on the cluster (a gang held for i
 rollout, a namespace going away), not on the CPU, so lanes in parallel cut the wall time of
 ``make test`` without changing any test. Each stage's output goes to ``.labs/logs/<stage>.log`` (every Ansible run
 of the tests, with its wall and CPU seconds, to ``.labs/logs/ansible_runs.jsonl``) and is
-printed whole, under a header, when the stage ends, so a CI log reads one stage at a time. A lane
+printed whole, under a header, when the stage ends, so a CI log reads one stage at a time, with its wall and CPU
+seconds; at the end, each stage's again and the machine's busy CPU seconds. A lane
 stops at its first failing stage; the other lanes run on. Exits non-zero when any stage failed or did
 not run, after every lane's lab is stopped.
 
@@ -54,17 +55,39 @@ def run_lane(index: int, stages: list[tuple[str, str]], results: dict) -> None:
                 shlex.split(cmd), cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
             _running.append(proc)
-            rc = proc.wait()
+            rc, cpu = wait_cpu(proc)
         took = round(time.monotonic() - start)
-        results[name] = (rc, took)
+        results[name] = (rc, took, cpu)
         with _print:
             print(f"===== stage {name} (lane {index}) =====", flush=True)
             sys.stdout.write(log.read_text(errors="replace"))
-            print(f"stage {name}: {took} s (exit {rc})", flush=True)
+            print(f"stage {name}: {took} s, {cpu} CPU-s (exit {rc})", flush=True)
         if rc != 0:
             break
     for left in sorted(LABS.glob(f"lane{index}*")):  # the lane's lab and its xdist workers' labs
         stop_lab(left, {**env, "GANGSCHED_LAB_DIR": str(left)})
+
+
+def wait_cpu(proc: subprocess.Popen) -> tuple[int, int]:
+    """The stage's exit code and the CPU seconds of its processes: its own and those of every process it and they
+    waited for (pytest's workers, the Ansible runs, module processes, helm). Not counted: processes nobody of the
+    stage waited for, chiefly the labs' components, which run in sessions of their own until ``lab down``."""
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except ChildProcessError:  # reaped by stop_all's poll, on the way out
+        return proc.returncode if proc.returncode is not None else 1, 0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, round(usage.ru_utime + usage.ru_stime)
+
+
+def busy_cpu() -> float:
+    """The machine's busy CPU seconds since boot, all CPUs (``/proc/stat``), or 0 where it cannot be read."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    except (OSError, ValueError):
+        return 0.0
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def stop_lab(lab_dir: Path, env: dict) -> None:
@@ -90,22 +113,27 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, stop_all)
     (LABS / "logs").mkdir(parents=True, exist_ok=True)
     RUN_LOG.write_text("")  # each test's Ansible runs, their wall and CPU seconds (tests/ansible_run.py)
-    results: dict[str, tuple[int, int]] = {}
-    start = time.monotonic()
+    results: dict[str, tuple[int, int, int]] = {}
+    start, busy = time.monotonic(), busy_cpu()
     threads = [threading.Thread(target=run_lane, args=(i, lane, results), daemon=True) for i, lane in enumerate(lanes)]
     for t in threads:
         t.start()
     for t in threads:
         while t.is_alive():  # a timed join, so that SIGTERM and Ctrl-C reach the handler
             t.join(1)
-    print(f"\nmake test: {round(time.monotonic() - start)} s in {len(lanes)} lanes")
+    busy = round(busy_cpu() - busy)
+    print(f"\nmake test: {round(time.monotonic() - start)} s in {len(lanes)} lanes, the machine {busy} CPU-s busy")
     failed = False
     for lane in lanes:
         for name, _ in lane:
-            rc, took = results.get(name, (None, None))
-            what = "not run (an earlier stage of its lane failed)" if rc is None else f"{took:>5} s  exit {rc}"
+            rc, took, cpu = results.get(name, (None, None, None))
+            what = f"{took:>5} s  {cpu:>5} CPU-s  exit {rc}"
+            if rc is None:
+                what = "not run (an earlier stage of its lane failed)"
             print(f"  {name:<12} {what}")
             failed |= rc != 0
+    staged = sum(r[2] for r in results.values())
+    print(f"  the rest:    {busy - staged} CPU-s (the labs' components, which no stage waits for, and the like)")
     for lane in lanes:
         for name, _ in lane:
             if results.get(name, (0,))[0] not in (0, None):
