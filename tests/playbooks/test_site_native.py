@@ -226,6 +226,26 @@ def test_uninstall_refuses_while_a_users_native_gang_runs(lab):
     assert _manifests(lab) == before and _native(lab)["supported"]
 
 
+def test_uninstall_refuses_a_backup_it_cannot_read(lab):
+    """A backup that is there but cannot be read (a directory where kube-scheduler's should be): the uninstall stops
+    on that host before it writes any manifest, naming the path, why, and what to do."""
+    backup = lab.root / "backup" / "native-gang" / "kube-scheduler.yaml"
+    kept = backup.with_name("kube-scheduler.yaml.kept")
+    before = _manifests(lab)
+    backup.rename(kept)
+    backup.mkdir()
+    try:
+        run = playbook(lab, "uninstall", **NATIVE, gangsched_uninstall_in_use=True)
+    finally:
+        backup.rmdir()
+        kept.rename(backup)
+    assert run.rc != 0
+    assert f"{backup}: a directory, not a file on lab-control-plane" in run.failures(), run.failures()
+    assert "run the uninstall again. Nothing was changed" in run.failures(), run.failures()
+    assert run.changed() == [], run.changed()
+    assert _manifests(lab) == before and _native(lab)["supported"]
+
+
 def test_uninstall_puts_the_manifests_back_and_the_api_goes(lab):
     """Asked to go on (gangsched_uninstall_in_use), it names the user's objects it leaves unserved, and the API goes;
     the bound pods stay bound."""
