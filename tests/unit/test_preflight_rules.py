@@ -2,9 +2,10 @@
 defaults pass, and with several rules broken at once one run fails on exactly those rules, each naming its variable,
 and nothing after the failing task runs.
 
-Every case is a play of its own, on a host of its own (a failed host stops only its play), in one ansible-playbook
-run for the whole file: the role's preflight, then a task that runs only where the preflight passed. One run, not
-one per case: a run costs about 2 s of CPU before its first task, and the cases run again in each compat cell."""
+Every case is a host of its own, with the case's variables as its host variables (a failed host stops only its own
+tasks), in one play per role and one ansible-playbook run for the whole file: the role's preflight, then a task that
+runs only where the preflight passed. One run, not one per case: a run costs about 2 s of CPU before its first task,
+and the cases run again in each compat cell; one play per role, not one per case: each play loads its role again."""
 
 from __future__ import annotations
 
@@ -18,15 +19,15 @@ from ansible_run import BIN, REPO, ansible_cli, ansible_env
 AFTER = "After the preflight"
 
 
-def _play(host: str, role: str, variables: dict) -> dict:
-    """A role's preflight alone, on ``host``, with the case's variables (play vars: the roles set none of them).
-    localhost is in each play and runs nothing: a play whose every host failed would end the whole run."""
-    mine = {"when": f"inventory_hostname == {host!r}"}
+def _play(role: str, hosts: list[str]) -> dict:
+    """A role's preflight alone, on the hosts of its cases, each with its case's variables (host variables of the
+    inventory: the roles set none of them), so that the role is loaded once for all its cases. localhost is in each
+    play and runs nothing: a play whose every host failed would end the whole run."""
+    mine = {"when": "inventory_hostname != 'localhost'"}
     return {
-        "name": f"{host}: {role}'s preflight",
-        "hosts": f"{host}:localhost",
+        "name": f"{role}'s preflight",
+        "hosts": ":".join([*hosts, "localhost"]),
         "gather_facts": False,
-        "vars": variables,
         "tasks": [
             {
                 "name": "Preflight",
@@ -381,16 +382,19 @@ def results(tmp_path_factory) -> dict[str, list[tuple[str, dict]]]:
     """Every registered case as a play on a host of its own, in one ansible-playbook run: each case's tasks."""
     root = tmp_path_factory.mktemp("preflight")
     hosts = {key: f"case{i}" for i, key in enumerate(RUNS)}
-    plays = []
+    local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+    # localhost too: the native gang's control plane hosts must name a host of the inventory
+    inventory_hosts = {"localhost": local}
+    by_role: dict[str, list[str]] = {}
     for key, run in RUNS.items():
         here = root / hosts[key]
         here.mkdir()
         variables = {"gangsched_render_only": True, **_base(here, run.role, run.chart_version), **run.variables}
-        plays.append(_play(hosts[key], run.role, variables))
-    local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
-    # localhost too: the native gang's control plane hosts must name a host of the inventory
-    inventory = {"all": {"hosts": {h: local for h in ["localhost", *hosts.values()]}}}
-    (root / "inventory.yml").write_text(yaml.safe_dump(inventory))
+        inventory_hosts[hosts[key]] = {**local, **variables}
+        by_role.setdefault(run.role, []).append(hosts[key])
+    plays = [_play(role, names) for role, names in by_role.items()]
+    inventory = {"all": {"hosts": inventory_hosts}}
+    (root / "inventory.yml").write_text(yaml.safe_dump(inventory, sort_keys=False))
     (root / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
     cmd = [str(BIN / "ansible-playbook"), "-i", str(root / "inventory.yml"), str(root / "play.yml")]
     out = ansible_cli(cmd, ansible_env(None), timeout=900)
