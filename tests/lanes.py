@@ -70,8 +70,9 @@ def run_lane(index: int, stages: list[tuple[str, str]], results: dict) -> None:
 
 def wait_cpu(proc: subprocess.Popen) -> tuple[int, int]:
     """The stage's exit code and the CPU seconds of its processes: its own and those of every process it and they
-    waited for (pytest's workers, the Ansible runs, module processes, helm). Not counted: processes nobody of the
-    stage waited for, chiefly the labs' components, which run in sessions of their own until ``lab down``."""
+    waited for (pytest's workers, the Ansible runs, module processes, helm, the components of labs a test process
+    started). Not counted: processes no one of the stage waited for, such as the components of a lab that
+    ``python -m lab up`` started (Molecule's ``create``), which outlive that command."""
     try:
         _, status, usage = os.wait4(proc.pid, 0)
     except ChildProcessError:  # reaped by stop_all's poll, on the way out
@@ -133,7 +134,7 @@ def main(argv: list[str]) -> int:
             print(f"  {name:<12} {what}")
             failed |= rc != 0
     staged = sum(r[2] for r in results.values())
-    print(f"  the rest:    {busy - staged} CPU-s (the labs' components, which no stage waits for, and the like)")
+    print(f"  the rest:    {busy - staged} CPU-s (processes no stage waited for, the machine's own)")
     for lane in lanes:
         for name, _ in lane:
             if results.get(name, (0,))[0] not in (0, None):
