@@ -128,9 +128,9 @@ def main(argv: list[str]) -> int:
     for lane in lanes:
         for name, _ in lane:
             rc, took, cpu = results.get(name, (None, None, None))
-            what = f"{took:>5} s  {cpu:>5} CPU-s  exit {rc}"
-            if rc is None:
-                what = "not run (an earlier stage of its lane failed)"
+            what = "not run (an earlier stage of its lane failed)"
+            if rc is not None:
+                what = f"{took:>5} s  {cpu:>5} CPU-s  exit {rc}"
             print(f"  {name:<12} {what}")
             failed |= rc != 0
     staged = sum(r[2] for r in results.values())
