@@ -26,10 +26,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
 from kubernetes import client as k
 
-from . import build, kube, kubeconfigs, procs
+from . import build, kube, kubeconfigs, procs, yamlio
 from .cluster import Lab, _http_ok
 from .fluxgit import FluxError, git
 from .paths import REPO
@@ -74,7 +73,7 @@ def crds() -> list[dict]:
     docs = []
     for unit in ("flux-source-controller", "flux-kustomize-controller"):
         for f in sorted(build.artifact_path(unit, "crds").glob("*.yaml")):
-            docs += [d for d in yaml.safe_load_all(f.read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
+            docs += [d for d in yamlio.load_all(f.read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
     return docs
 
 
@@ -404,7 +403,7 @@ class Flux:
                     continue
                 if not isinstance(content, str):
                     docs = content if isinstance(content, list) else [content]
-                    content = yaml.safe_dump_all(docs, sort_keys=False)
+                    content = yamlio.dump_all(docs)
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(content)
         git("add", "--all", ".", cwd=self.work)

@@ -12,7 +12,7 @@ import yaml
 from kubernetes import client as k
 from kubernetes import watch
 
-from . import build
+from . import build, yamlio
 from .cluster import Lab
 
 
@@ -25,13 +25,13 @@ def kubectl(lab: Lab, *args: str, input: str | None = None, check: bool = True) 
 
 
 def apply(lab: Lab, docs: list[dict] | str, server_side: bool = False) -> None:
-    text = docs if isinstance(docs, str) else yaml.safe_dump_all(docs, sort_keys=False)
+    text = docs if isinstance(docs, str) else yamlio.dump_all(docs)
     args = ["apply", "-f", "-"] + (["--server-side", "--force-conflicts"] if server_side else [])
     kubectl(lab, *args, input=text)
 
 
 def delete(lab: Lab, docs: list[dict] | str) -> None:
-    text = docs if isinstance(docs, str) else yaml.safe_dump_all(docs, sort_keys=False)
+    text = docs if isinstance(docs, str) else yamlio.dump_all(docs)
     kubectl(lab, "delete", "--ignore-not-found", "--wait=false", "-f", "-", input=text, check=False)
 
 

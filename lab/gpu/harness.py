@@ -27,6 +27,7 @@ import yaml
 
 from .. import build as B
 from .. import versions as V
+from .. import yamlio
 from ..paths import REPO, cache_dir, state_dir
 from . import bundle, native, node
 
@@ -158,7 +159,7 @@ def render_role(role_vars: dict, helm: str, out: Path, chart: Path, collections:
         raise HarnessError(f"the gpu_device_plugin role did not render (rc {p.returncode}):\n{tail}")
     objects = []
     for f in sorted(rendered.glob("*.y*ml")):
-        objects.extend(o for o in yaml.safe_load_all(f.read_text()) if o)
+        objects.extend(o for o in yamlio.load_all(f.read_text()) if o)
     return objects
 
 

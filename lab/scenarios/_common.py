@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from kubernetes import client as k
 
-from .. import build, kube
+from .. import build, kube, yamlio
 from ..cluster import Lab
 
 SP_NS = "scheduler-plugins"
@@ -31,7 +30,7 @@ def crds(unit: str, sub: str) -> list[dict]:
     root = build.artifact_path(unit, sub)
     files = [root] if root.is_file() else sorted(Path(root).rglob("*.yaml"))
     for f in files:
-        docs += [d for d in yaml.safe_load_all(f.read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
+        docs += [d for d in yamlio.load_all(f.read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
     return docs
 
 

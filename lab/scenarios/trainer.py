@@ -8,7 +8,7 @@ import jsonpatch
 import yaml
 from kubernetes import client as k
 
-from .. import build, kube
+from .. import build, kube, yamlio
 from .. import versions as V
 from ..cluster import Lab
 from ._common import SP_NAME, _crb, _deployment, _ns, _role, _sa, crds, wait_crds_established, wait_deployment
@@ -39,7 +39,7 @@ HEALTH_PORT = 8081
 
 
 def _yaml_docs(path: Path) -> list[dict]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return [d for d in yamlio.load_all(path.read_text()) if d]
 
 
 def _json_patch(doc: dict, ops: list[dict]) -> None:
