@@ -33,6 +33,7 @@ from .cluster import Lab, _http_ok
 from .fluxgit import FluxError, git
 from .paths import REPO
 from .ports import free_port
+from .scenarios._common import crds as unit_crds
 
 NS = "flux-system"
 # the GitRepository and the root Kustomization, named as `flux bootstrap` names them
@@ -70,11 +71,7 @@ def revision(sha: str, branch: str = BRANCH) -> str:
 # ---- objects ---------------------------------------------------------------------------------------------------
 def crds() -> list[dict]:
     """The CRDs of both controllers, from their built modules (config/crd/bases)."""
-    docs = []
-    for unit in ("flux-source-controller", "flux-kustomize-controller"):
-        for f in sorted(build.artifact_path(unit, "crds").glob("*.yaml")):
-            docs += [d for d in yamlio.load_all(f.read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
-    return docs
+    return [d for unit in ("flux-source-controller", "flux-kustomize-controller") for d in unit_crds(unit, "crds")]
 
 
 def _sa(name: str) -> dict:

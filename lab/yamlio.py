@@ -12,11 +12,6 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def load(text: str):
-    """The one document of ``text``, as ``yaml.safe_load``."""
-    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (libyaml's or PyYAML's)
-
-
 def load_all(text: str) -> Iterator:
     """Each document of ``text``, as ``yaml.safe_load_all``."""
     return yaml.load_all(text, Loader=_LOADER)  # noqa: S506 - a safe loader (libyaml's or PyYAML's)
