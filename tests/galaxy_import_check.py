@@ -6,8 +6,9 @@ refuses for another reason than the one below. ansible-lint's findings in the im
 them as warnings); `make lint` runs ansible-lint on the checkout and tests/tarball_check.py on the installed
 tarball, and those decide which findings fail.
 
-galaxy-importer runs in a virtual environment of its own, .venv/galaxy-importer (made on the first run and
-again when a pin changes): it needs attrs<24, older than .venv's, and the `ansible` package that .venv holds
+galaxy-importer runs in a virtual environment of its own, kept outside the checkout under the lab's build cache
+(``<cache>/galaxy-importer/<key of its pins and Python>``, made on the first run with those pins, as the Go builds
+are kept): it needs attrs<24, older than .venv's, and the `ansible` package that .venv holds
 bundles kubernetes.core, which must not be visible. That environment has ansible-core, ansible-lint and
 ansible-builder at the pins of requirements.txt and no `ansible` package; the importer runs with an empty HOME,
 an empty ANSIBLE_COLLECTIONS_PATH and none of the caller's ANSIBLE_* settings, and the check first makes sure
@@ -27,6 +28,8 @@ builds it."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import re
@@ -42,10 +45,12 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tarball_check import REPO, build  # noqa: E402
 
+sys.path.insert(0, str(REPO))
+from lab.paths import cache_dir  # noqa: E402
+
 IMPORTER = "galaxy-importer==0.4.44"
 # the importer's environment: these from requirements.txt, at its pins
 FROM_REQUIREMENTS = ("ansible-core", "ansible-lint", "ansible-builder", "PyYAML")
-VENV = REPO / ".venv" / "galaxy-importer"
 # what galaxy-importer's ansible-doc step reads (its ANSIBLE_DOC_SUPPORTED_TYPES), by plugin folder
 DOC_FOLDERS = {
     "modules": "module",
@@ -88,25 +93,35 @@ def pins() -> list[str]:
 
 
 def importer_venv() -> Path:
-    """.venv/galaxy-importer with the pins installed (made again when they changed); its bin folder."""
+    """The importer's environment for these pins and this Python, made on first use (under a lock: checkouts share
+    the cache); its bin folder."""
     wanted = "\n".join(pins()) + "\n"
-    stamp = VENV / ".pins"
-    if stamp.exists() and stamp.read_text() == wanted and (VENV / "bin" / "ansible-lint").exists():
-        return VENV / "bin"
-    print(f"making {VENV.relative_to(REPO)}: {' '.join(wanted.split())}")
-    shutil.rmtree(VENV, ignore_errors=True)
+    key = hashlib.sha256(f"{sys.version_info[:2]}\n{wanted}".encode()).hexdigest()[:16]
+    root = cache_dir() / "galaxy-importer"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _importer_venv(root / key, wanted)
+
+
+def _importer_venv(venv: Path, wanted: str) -> Path:
+    stamp = venv / ".pins"
+    if stamp.exists() and stamp.read_text() == wanted and (venv / "bin" / "ansible-lint").exists():
+        return venv / "bin"
+    print(f"making {venv}: {' '.join(wanted.split())}")
+    shutil.rmtree(venv, ignore_errors=True)
     # from the base interpreter of .venv, so that nothing of .venv (the `ansible` bundle) is on its path
-    p = run([sys.executable, "-m", "venv", str(VENV)])
+    p = run([sys.executable, "-m", "venv", str(venv)])
     if p.returncode != 0:
-        raise RuntimeError(f"python -m venv {VENV} failed:\n{p.stdout}{p.stderr}")
+        raise RuntimeError(f"python -m venv {venv} failed:\n{p.stdout}{p.stderr}")
     p = run(
-        [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *wanted.split()]
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *wanted.split()]
     )
     if p.returncode != 0:
-        shutil.rmtree(VENV, ignore_errors=True)
+        shutil.rmtree(venv, ignore_errors=True)
         raise RuntimeError(f"pip install of {' '.join(wanted.split())} failed:\n{p.stdout}{p.stderr[-3000:]}")
     stamp.write_text(wanted)
-    return VENV / "bin"
+    return venv / "bin"
 
 
 def sterile_env(bindir: Path, tmp: Path) -> dict:
