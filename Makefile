@@ -90,11 +90,10 @@ molecule: build ## every Molecule scenario (extensions/molecule/*): a fresh lab,
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH GANGSCHED_LAB_DIR=$${GANGSCHED_LAB_DIR:-$(CURDIR)/.lab} $(VENV)/bin/molecule test \
 	  $(if $(MOLECULE_ONLY),$(MOLECULE_ONLY:%=-s %),--all $(MOLECULE_EXCEPT:%=--exclude %))
 
-venv: $(VENV)/.installed
-$(VENV)/.installed: requirements.txt
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
-	touch $@
+# .venv: a link to the venv of requirements.txt's pins under the build cache, made there once (lab/venvs.py): a fresh
+# clone with a warm cache starts at once (a venv and its pip install took about a minute)
+venv: ## the checkout's .venv for requirements.txt (a link into the build cache; made there on first use)
+	$(PYTHON) -m lab.venvs $(VENV) requirements.txt
 
 build: venv ## Go builds into the cache outside the checkout (skips what is built)
 	$(PY) -m lab build

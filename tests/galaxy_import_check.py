@@ -7,8 +7,8 @@ them as warnings); `make lint` runs ansible-lint on the checkout and tests/tarba
 tarball, and those decide which findings fail.
 
 galaxy-importer runs in a virtual environment of its own, kept outside the checkout under the lab's build cache
-(``<cache>/galaxy-importer/<key of its pins and Python>``, made on the first run with those pins, as the Go builds
-are kept): it needs attrs<24, older than .venv's, and the `ansible` package that .venv holds
+(``<cache>/galaxy-importer/<key of its pins and Python>``, made on the first run with those pins by lab/venvs.py, as
+the Go builds and .venv are kept): it needs attrs<24, older than .venv's, and the `ansible` package that .venv holds
 bundles kubernetes.core, which must not be visible. That environment has ansible-core, ansible-lint and
 ansible-builder at the pins of requirements.txt and no `ansible` package; the importer runs with an empty HOME,
 an empty ANSIBLE_COLLECTIONS_PATH and none of the caller's ANSIBLE_* settings, and the check first makes sure
@@ -28,12 +28,9 @@ builds it."""
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -46,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tarball_check import REPO, build  # noqa: E402
 
 sys.path.insert(0, str(REPO))
-from lab.paths import cache_dir  # noqa: E402
+from lab import venvs  # noqa: E402
 
 IMPORTER = "galaxy-importer==0.4.44"
 # the importer's environment: these from requirements.txt, at its pins
@@ -93,35 +90,10 @@ def pins() -> list[str]:
 
 
 def importer_venv() -> Path:
-    """The importer's environment for these pins and this Python, made on first use (under a lock: checkouts share
-    the cache); its bin folder."""
+    """The importer's environment for these pins and this Python, made on first use under the build cache (checkouts
+    share it); its bin folder."""
     wanted = "\n".join(pins()) + "\n"
-    key = hashlib.sha256(f"{sys.version_info[:2]}\n{wanted}".encode()).hexdigest()[:16]
-    root = cache_dir() / "galaxy-importer"
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return _importer_venv(root / key, wanted)
-
-
-def _importer_venv(venv: Path, wanted: str) -> Path:
-    stamp = venv / ".pins"
-    if stamp.exists() and stamp.read_text() == wanted and (venv / "bin" / "ansible-lint").exists():
-        return venv / "bin"
-    print(f"making {venv}: {' '.join(wanted.split())}")
-    shutil.rmtree(venv, ignore_errors=True)
-    # from the base interpreter of .venv, so that nothing of .venv (the `ansible` bundle) is on its path
-    p = run([sys.executable, "-m", "venv", str(venv)])
-    if p.returncode != 0:
-        raise RuntimeError(f"python -m venv {venv} failed:\n{p.stdout}{p.stderr}")
-    p = run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *wanted.split()]
-    )
-    if p.returncode != 0:
-        shutil.rmtree(venv, ignore_errors=True)
-        raise RuntimeError(f"pip install of {' '.join(wanted.split())} failed:\n{p.stdout}{p.stderr[-3000:]}")
-    stamp.write_text(wanted)
-    return venv / "bin"
+    return venvs.cached("galaxy-importer", wanted, wanted.split(), "ansible-lint") / "bin"
 
 
 def sterile_env(bindir: Path, tmp: Path) -> dict:
