@@ -19,9 +19,10 @@
   floor 3 times in turn, the medians);
   gang_info next to a plain read of the objects it reads (a Python process that GETs and decodes the
   same lists, nothing else).
-- Ansible's own share of the converge and the render (bench/ansible_floor.py): how many module runs each made, how
-  many of them were module processes (the rest ran in Ansible's worker), and what that many runs of a module that
-  does nothing take, measured in the same run.
+- Ansible's own share of the converge and the render (bench/ansible_floor.py): how many tasks each ran (skipped
+  ones too), how many module runs they made and how many of those were module processes (the rest ran in Ansible's
+  worker), the seconds of their tasks per action, and what as many tasks that do nothing take, measured in the same
+  run: the part of each figure no change inside the tasks can remove.
 
 Usage: python bench/gang_figures.py [--nodes 1000] [--pods 10000]   (about 10 minutes on 2 cores)
        python bench/gang_figures.py --only-gang-info [--baseline DIR] --nodes 5000 --pods 50000
@@ -547,26 +548,14 @@ def main() -> int:
             print(f"  converge re-run: {_runs(converges)}")
             print(f"  converge re-run {converge:.1f} s = {converge / floor:.2f}x the floor (target 1x)")
             print(f"  render {render:.1f} s = {render / floor:.2f}x the floor (target 0.5x)")
-            print("Ansible's own share: the module runs of the converge re-run and of render.yml, how many of them")
-            print("were module processes (the rest ran in Ansible's worker), and as many runs of a module that does")
-            print("nothing (ansible.builtin.ping, a process each), now:")
+            print("Ansible's own share: the tasks of the converge re-run and of render.yml (skipped ones too), their")
+            print("module runs, where their time went, and as many tasks that do nothing, now:")
             cmd = [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventories/lab")]
             for label, extra, took in (
                 ("converge re-run", ["gangsched.kubeflow.site", "--skip-tags", "smoke"], converge),
                 ("render", ["gangsched.kubeflow.render", "-e", f"gangsched_render_dir={tmp / 'rendered-0'}"], render),
             ):
-                n, per, shipped = ansible_floor.counted_run([*cmd, *extra], env(lab), REPO)
-                processes = sum(shipped.values())
-                runs, start = ansible_floor.noop_floor(processes, env(lab))
-                print(f"  {label}: {n} module runs ({', '.join(f'{a} {c}' for a, c in sorted(per.items()))})")
-                print(
-                    f"    {processes} of them module processes"
-                    f" ({', '.join(f'{a} {c}' for a, c in sorted(shipped.items()))}), {n - processes} in the worker"
-                )
-                print(
-                    f"    {processes} no-op module runs {runs:.1f} s (ansible-playbook's start alone {start:.1f} s)"
-                    f" = {runs / floor:.1f}x the floor; the {label}'s {took:.1f} s is {took / runs:.1f}x that"
-                )
+                print("\n".join(ansible_floor.share(label, [*cmd, *extra], env(lab), REPO, took, floor)))
             kubeconfig = automation_user(lab, tmp)
             total = len(k.CoreV1Api(kube.api(lab)).list_node().items)
             smoke(lab, kubeconfig, tmp, f"{total} nodes")
