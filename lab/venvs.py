@@ -61,16 +61,21 @@ def cached(kind: str, pins: str, pip_args: list[str], probe: str) -> Path:
 
 
 def link(at: Path, target: Path) -> None:
-    """``at`` a link to ``target``, replaced in one step (a process using the old one keeps its files); a
-    directory there (a venv made in the checkout before) is removed first."""
+    """``at`` a link to ``target``, replaced in one step, so that a process started meanwhile finds one environment
+    whole or the other. A directory there (a venv made in the checkout before) is moved aside first and removed
+    after: a process running from it keeps its files, and its later imports find the same pins through the link."""
     if at.is_symlink() and os.readlink(at) == str(target):
         return
     tmp = at.with_name(f"{at.name}.{os.getpid()}.link")
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(target)
+    old = None
     if at.is_dir() and not at.is_symlink():
-        shutil.rmtree(at)
+        old = at.with_name(f"{at.name}.{os.getpid()}.old")
+        os.replace(at, old)
     os.replace(tmp, at)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def main(argv: list[str]) -> int:
