@@ -115,6 +115,18 @@ options:
     description: Remove the C(*.yaml) files in O(path) that are not among the objects' files.
     type: bool
     default: true
+  remove_dirs:
+    description:
+      - Names of directories in O(path) whose C(*.yaml) files go (those of their subdirectories too), each directory
+        with its last file; other files stay, and so does their directory.
+      - For what an earlier render left beside this one's. C(render.yml) passes the collection's component
+        directories of the roles its run does not render (another gang path's, say C(20-volcano) once
+        C(koordinator) is chosen), with O(path) its C(gangsched_render_dir), no objects and O(prune=false).
+      - Each a name, not a path (no C(/)). A name that is no directory, or is a link, is left as it is.
+    type: list
+    elements: str
+    default: []
+    version_added: 0.1.0
 requirements:
   - PyYAML on the host the task runs on
   - Helm 3 on the host the task runs on, for O(chart)
@@ -131,6 +143,12 @@ EXAMPLES = r"""
     path: rendered/20-volcano
     documents:
       - "{{ lookup('ansible.builtin.file', 'crds/queues.yaml') }}"
+
+- name: What an earlier render of another gang path left beside this one, removed
+  gangsched.kubeflow.render_manifests:
+    path: rendered
+    prune: false
+    remove_dirs: [20-volcano, 30-kubeflow-gang]
 
 - name: A namespace and what a chart of a repository renders in it
   gangsched.kubeflow.render_manifests:
@@ -166,7 +184,7 @@ written:
   elements: str
   sample: [deployment-volcano-system-volcano-scheduler.yaml]
 removed:
-  description: The files removed by O(prune) (or that would be, in check mode).
+  description: The files removed by O(prune) and O(remove_dirs) (or that would be, in check mode), relative to O(path).
   returned: always
   type: list
   elements: str
@@ -203,6 +221,7 @@ def entry() -> dict:
             ),
             timeout=dict(type="int", default=120),
             prune=dict(type="bool", default=True),
+            remove_dirs=dict(type="list", elements="str", default=[]),
         ),
         module_kwargs={},
         missing=missing,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 import yaml
@@ -106,9 +107,22 @@ def test_check_mode_shows_the_flags_and_writes_nothing(lab):
 
 def test_render_writes_each_hosts_manifests_and_changes_nothing(lab):
     originals = _manifests(lab)
+    # the Volcano chain rendered into the same directory before, and a directory of the user's there
+    run = playbook(lab, "render")
+    assert run.rc == 0, run.failures()
+    rendered = lab.root / "rendered"
+    assert {"20-volcano", "30-kubeflow-gang"} <= {p.name for p in rendered.iterdir()}
+    (rendered / "my-overlays").mkdir()
     run = playbook(lab, "render", **NATIVE)
     assert run.rc == 0, run.failures()
-    host_files = lab.root / "rendered" / "20-native-gang" / "host-files" / "lab-control-plane"
+    # what no role of this run wrote is gone (another path's scheduler, the operators' flag), the user's directory stays
+    assert sorted(p.name for p in rendered.iterdir()) == ["10-gpu-device-plugin", "20-native-gang", "my-overlays"]
+    (removed,) = run.results(
+        "Render | component directories of roles this run did not render, removed (another gang path's)"
+    )
+    assert {Path(f).parts[0] for f in removed["removed"]} == {"20-volcano", "30-kubeflow-gang"}, removed
+    assert (rendered / "my-overlays").is_dir()
+    host_files = rendered / "20-native-gang" / "host-files" / "lab-control-plane"
     rendered = yaml.safe_load((host_files / "kube-apiserver.yaml").read_text())
     assert "--runtime-config=scheduling.k8s.io/v1beta1=true" in rendered["spec"]["containers"][0]["command"]
     assert sorted(p.name for p in host_files.iterdir()) == [f"{c}.yaml" for c in sorted(COMPONENTS)]

@@ -79,6 +79,18 @@ def missing() -> dict | None:
     return None if yaml is not None else dict(msg=missing_required_lib("PyYAML"), exception=YAML_ERROR)
 
 
+def _stale(path: str, names: list) -> list[str]:
+    """The ``*.yaml`` files in each directory ``names`` of ``path`` (relative to ``path``): what an earlier render
+    wrote there. A name that is no directory, or a link, holds none: only what a render writes goes, and the
+    directory with its last file."""
+    out = []
+    for name in names:
+        where = os.path.join(path, name)
+        if os.path.isdir(where) and not os.path.islink(where):
+            out += [os.path.join(name, rel) for rel in _files.present(where, recursive=True)]
+    return out
+
+
 def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
     """The task's result: the files of ``params`` written (not in check mode); ``failed`` and ``msg`` when
     they cannot be."""
@@ -105,7 +117,15 @@ def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
         return dict(
             failed=True, msg=f"render_manifests: path {path} exists and is not a directory; point path at a directory"
         )
-    plan = _files.Plan(path, wanted, _files.present(path), prune=params["prune"])
+    bad = [d for d in params["remove_dirs"] if not d or "/" in d or d in (".", "..")]
+    if bad:
+        return dict(
+            failed=True,
+            msg=f"render_manifests: remove_dirs takes names of directories in path {path}, not paths (got "
+            f"{', '.join(repr(d) for d in bad)}); give each as a name such as 20-volcano; nothing was written",
+        )
+    found = (_files.present(path) if params["prune"] else []) + _stale(path, params["remove_dirs"])
+    plan = _files.Plan(path, wanted, found, prune=True)
     failed = plan.carry_out(check_mode)
     if failed:
         return dict(failed=True, msg=f"render_manifests: {failed}", written=[], removed=[])

@@ -68,6 +68,48 @@ def test_writes_each_object_once_then_only_what_changed_and_prunes(tmp_path):
     assert yaml.safe_load((out / "deployment-gang-sched.yaml").read_text())["spec"]["replicas"] == 2
 
 
+def test_remove_dirs_takes_what_an_earlier_render_wrote_there_and_nothing_else(tmp_path):
+    out = tmp_path / "r"
+    (out / "20-volcano" / "host-files" / "cp-1").mkdir(parents=True)
+    (out / "20-volcano" / "namespace-volcano-system.yaml").write_text("kind: Namespace")
+    (out / "20-volcano" / "host-files" / "cp-1" / "kube-scheduler.yaml").write_text("kind: Pod")
+    (out / "30-kubeflow-gang").mkdir()
+    (out / "30-kubeflow-gang" / "deployment-kubeflow-training-operator.yaml").write_text("kind: Deployment")
+    (out / "30-kubeflow-gang" / "NOTES.md").write_text("the user's")
+    (out / "my-overlays").mkdir()
+    (out / "my-overlays" / "patch.yaml").write_text("kind: Kustomization")
+    (out / "top.yaml").write_text("kept: prune is off")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "x.yaml").write_text("behind a link")
+    (out / "20-koordinator").symlink_to(tmp_path / "elsewhere")
+    stale = ["20-volcano", "30-kubeflow-gang", "20-koordinator", "40-x"]
+    args = {"path": str(out), "prune": False, "remove_dirs": stale}
+
+    check = _run(args, check=True)
+    assert check["changed"] is True and (out / "20-volcano" / "namespace-volcano-system.yaml").exists(), check
+    gone = _run(args)
+    assert (
+        gone["removed"]
+        == check["removed"]
+        == [
+            "20-volcano/host-files/cp-1/kube-scheduler.yaml",
+            "20-volcano/namespace-volcano-system.yaml",
+            "30-kubeflow-gang/deployment-kubeflow-training-operator.yaml",
+        ]
+    ), gone
+    assert gone["written"] == [] and gone["files"] == []
+    assert {d["before"] for d in gone["diff"]} == {"kind: Pod", "kind: Namespace", "kind: Deployment"}
+    # the directories that held only rendered files are gone; another file, another directory, a link stay
+    assert sorted(p.name for p in out.iterdir()) == ["20-koordinator", "30-kubeflow-gang", "my-overlays", "top.yaml"]
+    assert [p.name for p in (out / "30-kubeflow-gang").iterdir()] == ["NOTES.md"]
+    assert (tmp_path / "elsewhere" / "x.yaml").exists()
+    assert _run(args)["changed"] is False
+
+    bad = _run({**args, "remove_dirs": ["my-overlays", "../r"]})
+    assert bad["failed"] is True and "not paths (got '../r')" in bad["msg"] and "nothing was written" in bad["msg"]
+    assert (out / "my-overlays" / "patch.yaml").exists()
+
+
 def test_bad_input_writes_nothing_and_names_the_entry(tmp_path):
     out = tmp_path / "r"
     bad = _run({"path": str(out), "objects": [*_objects(), {"kind": "Service", "metadata": {}}]})
