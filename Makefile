@@ -86,7 +86,7 @@ minor: venv collection ## the collection on Kubernetes $(MINOR) (MINOR=1.33): si
 	GANGSCHED_LAB_KUBERNETES=$(MINOR) $(PY) -m pytest -q -rfE -p no:cacheprovider $(MINOR_TESTS)
 	GANGSCHED_LAB_KUBERNETES=$(MINOR) $(PY) tests/compat.py --no-unit --no-roles newest
 
-molecule: build ## every Molecule scenario (extensions/molecule/*): a fresh lab, converge, idempotence, verify, cleanup (MOLECULE_ONLY=<scenario ...> or MOLECULE_EXCEPT=<scenario ...>: some)
+molecule: build collection ## every Molecule scenario (extensions/molecule/*): a fresh lab, converge, idempotence, verify, cleanup (MOLECULE_ONLY=<scenario ...> or MOLECULE_EXCEPT=<scenario ...>: some)
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH GANGSCHED_LAB_DIR=$${GANGSCHED_LAB_DIR:-$(CURDIR)/.lab} $(VENV)/bin/molecule test \
 	  $(if $(MOLECULE_ONLY),$(MOLECULE_ONLY:%=-s %),--all $(MOLECULE_EXCEPT:%=--exclude %))
 
