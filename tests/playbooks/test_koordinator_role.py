@@ -187,3 +187,6 @@ def test_install_check_idempotent_gang_audit_uninstall(lab, play, pool):
     crds_gone = _run(lab, play, koordinator_state="absent", koordinator_uninstall_crds=True)
     assert crds_gone.rc == 0, crds_gone.failures()
     assert _crds(lab) == set()
+    # again, with nothing left to remove: nothing changes, no failure
+    again = _run(lab, play, koordinator_state="absent", koordinator_uninstall_crds=True)
+    assert again.rc == 0 and again.changed() == [], (again.failures(), again.changed())

@@ -102,3 +102,17 @@ def test_uninstall_removes_trainer_and_jobset(lab):
     run = playbook(lab, "uninstall", **EXTRA)
     assert run.rc == 0, run.failures()
     assert _trainer_deployments(lab) == set()
+    assert _crds(lab), "uninstall.yml kept the CRDs (trainer_uninstall_crds false), yet none is there"
+    # the CRDs too when asked, then again with nothing left to remove: nothing changes, no failure
+    gone = playbook(lab, "uninstall", **EXTRA, trainer_uninstall_crds=True)
+    assert gone.rc == 0, gone.failures()
+    assert _crds(lab) == []
+    again = playbook(lab, "uninstall", **EXTRA, trainer_uninstall_crds=True)
+    assert again.rc == 0 and again.changed() == [], (again.failures(), again.changed())
+
+
+def _crds(lab) -> list[str]:
+    """The CRDs labelled as the trainer role's (Trainer's and JobSet's)."""
+    api = k.ApiextensionsV1Api(kube.api(lab))
+    found = api.list_custom_resource_definition(label_selector="gangsched.kubeflow/crds-of in (trainer, jobset)")
+    return sorted(c.metadata.name for c in found.items)
