@@ -158,6 +158,12 @@ class PodWatcher:
             try:
                 kw = {"label_selector": self.selector} if self.selector else {}
                 lst = self.core.list_namespaced_pod(self.ns, **kw)
+                # the list is the namespace's pods at its resourceVersion: one deleted while no watch ran (between two
+                # watches, or after a failed one) is gone from it, not kept as it was last seen
+                listed = {p.metadata.name for p in lst.items}
+                with self._lock:
+                    for gone in set(self.obs.latest) - listed:
+                        del self.obs.latest[gone]
                 for p in lst.items:
                     self._record(p)
                 self._ready.set()

@@ -443,3 +443,36 @@ def test_the_flux_git_server_serves_clone_and_push_over_smart_http(tmp_path):
         assert "git-receive-pack" in lab.log_path("git").read_text()
     finally:
         lab.down(log=lambda *_: None)
+
+
+def test_pod_watcher_forgets_a_pod_deleted_while_no_watch_ran(monkeypatch):
+    """PodWatcher relists after each watch (30 s, or a failure): a pod deleted between two watches is absent from the
+    next list, and must be gone from what the watcher reports (a test waiting for a job's pods to go waited for
+    ever)."""
+    import threading
+    from types import SimpleNamespace
+
+    from lab import kube
+
+    def pod(name):
+        return SimpleNamespace(
+            metadata=SimpleNamespace(name=name),
+            status=SimpleNamespace(phase="Running"),
+            spec=SimpleNamespace(node_name="n"),
+        )
+
+    w = kube.PodWatcher.__new__(kube.PodWatcher)
+    w.ns, w.selector, w.obs = "ns", None, kube.PodObservation()
+    w._stop, w._lock, w._ready = threading.Event(), threading.Lock(), threading.Event()
+    lists = [[pod("job-0"), pod("job-1")], [pod("job-0")]]
+
+    def list_namespaced_pod(ns, **kw):
+        items = lists.pop(0)
+        if not lists:
+            w._stop.set()  # the second list is the last
+        return SimpleNamespace(items=items, metadata=SimpleNamespace(resource_version="1"))
+
+    w.core = SimpleNamespace(list_namespaced_pod=list_namespaced_pod)
+    monkeypatch.setattr(kube.watch, "Watch", lambda: SimpleNamespace(stream=lambda *a, **kw: iter(())))
+    w._run()
+    assert sorted(w.snapshot().latest) == ["job-0"]
