@@ -101,6 +101,13 @@ def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
             msg=f"render_manifests: timeout must be seconds > 0 (got {params['timeout']}); set timeout: 120; nothing "
             f"was written to {path}",
         )
+    bad = [d for d in params["remove_dirs"] if not d or "/" in d or d in (".", "..")]
+    if bad:
+        return dict(
+            failed=True,
+            msg=f"render_manifests: remove_dirs takes names of directories in path {path}, not paths (got "
+            f"{', '.join(repr(d) for d in bad)}); give each as a name such as 20-volcano; nothing was written",
+        )
     try:
         objects = params["objects"] + _parse(params["documents"])
         if params.get("chart"):
@@ -116,13 +123,6 @@ def render(params: dict, check_mode: bool, diff: bool, name: str, warn) -> dict:
     if os.path.exists(path) and not os.path.isdir(path):
         return dict(
             failed=True, msg=f"render_manifests: path {path} exists and is not a directory; point path at a directory"
-        )
-    bad = [d for d in params["remove_dirs"] if not d or "/" in d or d in (".", "..")]
-    if bad:
-        return dict(
-            failed=True,
-            msg=f"render_manifests: remove_dirs takes names of directories in path {path}, not paths (got "
-            f"{', '.join(repr(d) for d in bad)}); give each as a name such as 20-volcano; nothing was written",
         )
     found = (_files.present(path) if params["prune"] else []) + _stale(path, params["remove_dirs"])
     plan = _files.Plan(path, wanted, found, prune=True)
