@@ -2,7 +2,8 @@
 (``ansible localhost -m``) or a playbook on the lab inventory, both with the JSON callback, the
 checkout's ansible.cfg and the lab's directory in the environment; and reads their results. Each run is the
 CLI's own script in a process of its own, forked from a warm interpreter that has the ``kubernetes`` client
-imported already (``ansible_cli``, tests/ansible_zygote.py); ``GANGSCHED_TEST_WARM=0`` starts each one cold."""
+imported already, and Ansible's own modules in a child of it per Ansible environment (``ansible_cli``,
+tests/ansible_zygote.py); ``GANGSCHED_TEST_WARM=0`` starts each one cold."""
 
 from __future__ import annotations
 
@@ -50,10 +51,14 @@ def _zygote() -> str | None:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """Stops the warm interpreter and waits for it: its runs' CPU then counts in this process's children (make test
-    prints each stage's)."""
-    proc.kill()
-    proc.wait()
+    """Stops the warm interpreter and waits for it (it stops and waits for its own warm children first): its runs'
+    CPU then counts in this process's children (make test prints each stage's)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _log_run(cmd: list, env: dict, answer: dict) -> None:
