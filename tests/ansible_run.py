@@ -93,23 +93,28 @@ def ansible_cli(cmd: list, env: dict, cwd=REPO, timeout: float = 900) -> subproc
         path = None if cold else _zygote()
         if path is None:
             return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-        with tempfile.TemporaryDirectory(prefix="ansible-run-") as out:
-            req = {
-                "argv": cmd,
-                "env": dict(env),
-                "cwd": str(cwd),
-                "stdout": os.path.join(out, "stdout"),
-                "stderr": os.path.join(out, "stderr"),
-                "timeout": timeout,
-            }
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-                conn.connect(path)
-                conn.sendall((json.dumps(req) + "\n").encode())
-                answer = json.loads(conn.makefile("r").readline())
-            rc = answer["rc"]
-            _log_run(cmd, env, answer)
-            stdout = Path(req["stdout"]).read_text(errors="replace")
-            stderr = Path(req["stderr"]).read_text(errors="replace")
+        return warm_run(path, cmd, env, cwd, timeout)
+
+
+def warm_run(path: str, cmd: list, env: dict, cwd, timeout: float) -> subprocess.CompletedProcess:
+    """``cmd`` (a Python script and its arguments) run by the warm interpreter at ``path``, as ``ansible_cli`` does."""
+    with tempfile.TemporaryDirectory(prefix="ansible-run-") as out:
+        req = {
+            "argv": cmd,
+            "env": dict(env),
+            "cwd": str(cwd),
+            "stdout": os.path.join(out, "stdout"),
+            "stderr": os.path.join(out, "stderr"),
+            "timeout": timeout,
+        }
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(path)
+            conn.sendall((json.dumps(req) + "\n").encode())
+            answer = json.loads(conn.makefile("r").readline())
+        rc = answer["rc"]
+        _log_run(cmd, env, answer)
+        stdout = Path(req["stdout"]).read_text(errors="replace")
+        stderr = Path(req["stderr"]).read_text(errors="replace")
     if rc is None:
         raise subprocess.TimeoutExpired(cmd, timeout, output=stdout, stderr=stderr)
     return subprocess.CompletedProcess(cmd, rc, stdout=stdout, stderr=stderr)

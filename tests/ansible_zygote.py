@@ -65,6 +65,7 @@ def _child(req: dict) -> None:
     """In the forked child: become the CLI run; never returns."""
     code = 1
     try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the serving process's own handler: a run dies of SIGTERM
         os.setsid()
         os.chdir(req["cwd"])
         os.environ.clear()
@@ -181,12 +182,15 @@ class _Warm:
     def __init__(self, base: str) -> None:
         self.base = base
         self.children: dict[str, tuple[int, str]] = {}
+        self.failed: set[str] = set()  # environments whose child could not import Ansible: forked from here
         self.started = 0
 
     def socket_for(self, req: dict, *inherited: socket.socket) -> str | None:
         """The socket of the warm child of the run's environment, started now where there is none (None: it could
         not import Ansible; the run is then forked from this process)."""
         key = _ansible_key(req)
+        if key in self.failed:
+            return None
         if key in self.children:
             self.children[key] = self.children.pop(key)
             return self.children[key][1]
@@ -212,12 +216,13 @@ class _Warm:
         with os.fdopen(ready_r, "rb") as ready:
             if ready.readline().strip() != b"ready":
                 os.waitpid(pid, 0)
+                self.failed.add(key)
                 return None
         self.children[key] = (pid, path)
         return path
 
     def forget(self, path: str) -> None:
-        """Stops the warm child at ``path`` (it did not answer)."""
+        """Stops the warm child at ``path`` (it took no request)."""
         for key, (pid, p) in list(self.children.items()):
             if p == path:
                 del self.children[key]
@@ -238,12 +243,25 @@ class _Warm:
             self.stop_one(self.children.popitem()[1][0])
 
 
-def _forward(path: str, line: bytes) -> bytes:
-    """The answer of the warm child at ``path`` to a request line."""
+def _forward(path: str, line: bytes, req: dict) -> bytes | None:
+    """The answer of the warm child at ``path`` to a request line; None where it took no request (gone: the run can
+    be forked elsewhere). A child that took the run and ended without an answer is not asked again for it (the run
+    may have changed something): the answer is then a failure, said in the run's stderr."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.connect(path)
-        conn.sendall(line)
-        return conn.makefile("rb").readline()
+        try:
+            conn.connect(path)
+        except OSError:
+            return None
+        try:
+            conn.sendall(line)
+            answer = conn.makefile("rb").readline()
+        except OSError:
+            answer = b""
+    if not answer:
+        with open(req["stderr"], "a", encoding="utf-8") as err:
+            err.write("\nthe warm interpreter that ran this ended before it answered\n")
+        answer = (json.dumps({"rc": 1, "seconds": None, "cpu": None}) + "\n").encode()
+    return answer
 
 
 def serve(path: str, ready: int | None = None) -> None:
@@ -283,11 +301,8 @@ def _answer(conn: socket.socket, srv: socket.socket, warm: _Warm | None) -> None
     req = json.loads(line)
     child = warm.socket_for(req, srv, conn) if warm is not None else None
     if child is not None:
-        try:
-            answer = _forward(child, line)
-        except OSError:
-            answer = b""
-        if answer:
+        answer = _forward(child, line, req)
+        if answer is not None:
             conn.sendall(answer)
             return
         warm.forget(child)

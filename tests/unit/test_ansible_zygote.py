@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 
+import ansible_run
 import ansible_zygote as zygote
 import pytest
 from ansible_run import BIN, REPO, ansible_cli, ansible_env
@@ -53,3 +54,13 @@ def test_what_the_imports_print_comes_first_in_each_run_as_in_a_new_process():
     noise = [line for line in cold.stderr.splitlines() if "JINJA2_NATIVE" in line.upper()]
     for w in warm:
         assert [line for line in w.stderr.splitlines() if "JINJA2_NATIVE" in line.upper()] == noise
+
+
+def test_a_run_dies_of_sigterm_as_a_new_process_does(tmp_path):
+    # the serving processes stop on SIGTERM through a handler of their own; a run forked from them must not keep it
+    script = tmp_path / "term.py"
+    script.write_text("import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(5)\nprint('alive')\n")
+    env = ansible_env(None)
+    with ansible_run._ZYGOTE_LOCK:
+        out = ansible_run.warm_run(ansible_run._zygote(), [str(script)], env, REPO, 30)
+    assert (out.returncode, out.stdout) == (-15, "")
