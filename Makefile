@@ -29,9 +29,12 @@ demo-build: ## the Go builds of make demo's path (with the standard library's Py
 scheduler-demo: build ## the lab alone, no collection: gang vs no gang with the real schedulers
 	$(PY) -m lab gang-demo
 
+# the link made once and left alone after: make test's lanes run Molecule through this target while the others' tests
+# read it
 collection: ## the checkout as the collection gangsched.kubeflow (.collections/ansible_collections/gangsched/kubeflow)
 	mkdir -p .collections/ansible_collections/gangsched
-	ln -sfn ../../.. .collections/ansible_collections/gangsched/kubeflow
+	[ "$$(readlink .collections/ansible_collections/gangsched/kubeflow)" = ../../.. ] || \
+	  ln -sfn ../../.. .collections/ansible_collections/gangsched/kubeflow
 
 # Playbook-test files that run in the first lane instead (by the measured stage times). None from 2026-11-29
 # (evening), when that lane was the longest; on 2026-11-30 (evening), with the lab tests' CRDs read through libyaml,
@@ -43,12 +46,13 @@ PLAYBOOK_TESTS_IN_FIRST_LANE = tests/playbooks/test_koordinator_role.py
 # unit-lab 1,663 s; the playbooks 2,067 s; the third lane 2,042 s); on 2026-11-30 it still ended 224 s and 227 s
 # after the next (unit-lab 1,783 s and 1,890 s), so gang_info's lab file (213-223 s) moved too
 LAB_TESTS_IN_PLAYBOOKS = tests/lab/modules/test_api_restart.py tests/lab/modules/test_gang_info.py
-# The Molecule scenario that runs in the first lane, before its unit and lab tests, instead of the third (where the
-# other scenarios run after the 1.33 cell and lint): with the Trainer lab files sharing one lab, the first lane
-# became the shortest (2026-11-29, night). None since 2026-11-30: the first lane then ended 48 s and 222 s after the
-# other two (compat 406 s, Molecule's kubeflow_gang 181 s, unit-lab 1,600 s; the playbooks 2,139 s; the 1.33 cell
-# 381 s, lint-sanity 336 s, the other scenarios 1,248 s)
-MOLECULE_FIRST_LANE =
+# The Molecule scenarios are make test's shared stages (tests/lanes.py --shared): each lane, its own stages done, takes
+# the next scenario left, so the lanes end together however the hour went (with the scenarios fixed in the third lane,
+# after the 1.33 cell and lint, that lane ended 70-100 s after the other two on 2026-12-01). Longest first, by the
+# measured stage times, so the last ones taken are short; a scenario not named here comes last.
+MOLECULE_SCENARIOS = $(patsubst extensions/molecule/%/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml))
+MOLECULE_ORDER = kubeflow_gang trainer kueue gang_smoke_test native_gang koordinator scheduler_plugins gpu_device_plugin volcano
+MOLECULE_SHARED = $(filter $(MOLECULE_SCENARIOS),$(MOLECULE_ORDER)) $(filter-out $(MOLECULE_ORDER),$(MOLECULE_SCENARIOS))
 
 # make test's stages in lanes that run side by side, each lane on a lab of its own (tests/lanes.py): the
 # lab tests mostly wait on the cluster, so the lanes share the CPU well; each stage's time is printed. The stages
@@ -56,9 +60,10 @@ MOLECULE_FIRST_LANE =
 # first (tests/file_seconds.json, refreshed from .labs/logs/file_seconds.json after a run): so the run ends with
 # the machine busy, not with one lane's last file alone (2026-11-29: the last 450 s left a quarter of the CPU idle).
 TEST_LANES = \
-  'compat=$(PY) tests/compat.py oldest newest; $(if $(MOLECULE_FIRST_LANE),molecule-$(MOLECULE_FIRST_LANE)=$(MAKE) --no-print-directory molecule MOLECULE_ONLY=$(MOLECULE_FIRST_LANE); )unit-lab=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile --no-loadscope-reorder --file-seconds-out=.labs/logs/file_seconds.json tests/unit tests/lab $(PLAYBOOK_TESTS_IN_FIRST_LANE) $(LAB_TESTS_IN_PLAYBOOKS:%=--ignore=%)' \
+  'compat=$(PY) tests/compat.py oldest newest; unit-lab=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile --no-loadscope-reorder --file-seconds-out=.labs/logs/file_seconds.json tests/unit tests/lab $(PLAYBOOK_TESTS_IN_FIRST_LANE) $(LAB_TESTS_IN_PLAYBOOKS:%=--ignore=%)' \
   'playbooks=$(PY) -m pytest -q -rfE --durations=12 -n 2 --dist loadfile --no-loadscope-reorder --file-seconds-out=.labs/logs/file_seconds.json tests/playbooks $(PLAYBOOK_TESTS_IN_FIRST_LANE:%=--ignore=%) $(LAB_TESTS_IN_PLAYBOOKS)' \
-  'k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33; lint-sanity=$(MAKE) --no-print-directory lint sanity; molecule=$(MAKE) --no-print-directory molecule MOLECULE_EXCEPT=$(MOLECULE_FIRST_LANE)'
+  'k8s-1.33=$(MAKE) --no-print-directory minor MINOR=1.33; lint-sanity=$(MAKE) --no-print-directory lint sanity' \
+  --shared '$(foreach s,$(MOLECULE_SHARED),molecule-$(s)=$(MAKE) --no-print-directory molecule MOLECULE_ONLY=$(s);)'
 
 test: build ## lint, sanity, unit tests, lab and module tests, the oldest and newest supported stack, the playbooks and every Molecule scenario, in lanes side by side; each stage's time
 	$(PY) tests/lanes.py $(TEST_LANES)

@@ -10,7 +10,12 @@ seconds; at the end, each stage's again and the machine's busy CPU seconds. A la
 stops at its first failing stage; the other lanes run on. Exits non-zero when any stage failed or did
 not run, after every lane's lab is stopped.
 
-    python tests/lanes.py 'lint-sanity=make lint sanity; compat=python tests/compat.py' 'unit-lab=pytest tests/lab'
+Stages given after ``--shared`` belong to no lane: a lane whose own stages all passed takes the next of them, in the
+order given, until none is left. So the lanes end close together whichever of them the machine's hour made slow, where
+fixed lanes end when the longest does; give them longest first, so that the last ones taken are short.
+
+    python tests/lanes.py 'lint-sanity=make lint sanity; compat=python tests/compat.py' 'unit-lab=pytest tests/lab' \
+        --shared 'molecule-a=make molecule MOLECULE_ONLY=a; molecule-b=make molecule MOLECULE_ONLY=b'
 """
 
 from __future__ import annotations
@@ -31,9 +36,9 @@ _running: list[subprocess.Popen] = []
 
 
 def parse(lane: str) -> list[tuple[str, str]]:
-    """``'a=cmd one; b=cmd two'`` as ``[('a', 'cmd one'), ('b', 'cmd two')]``."""
+    """``'a=cmd one; b=cmd two'`` (or ``'a=cmd one; b=cmd two;'``) as ``[('a', 'cmd one'), ('b', 'cmd two')]``."""
     stages = []
-    for part in lane.split(";"):
+    for part in filter(str.strip, lane.split(";")):
         name, sep, cmd = part.strip().partition("=")
         if not sep or not name.strip() or not cmd.strip():
             raise SystemExit(f"lanes.py: a stage is 'name=command', got {part.strip()!r}")
@@ -44,10 +49,24 @@ def parse(lane: str) -> list[tuple[str, str]]:
 RUN_LOG = LABS / "logs" / "ansible_runs.jsonl"
 
 
-def run_lane(index: int, stages: list[tuple[str, str]], results: dict) -> None:
+def _stages(own: list[tuple[str, str]], shared: list[tuple[str, str]]):
+    """The lane's own stages, then the shared ones left, each taken off ``shared`` as the lane comes to it."""
+    yield from own
+    while True:
+        with _shared_lock:
+            if not shared:
+                return
+            stage = shared.pop(0)
+        yield stage
+
+
+_shared_lock = threading.Lock()
+
+
+def run_lane(index: int, stages: list[tuple[str, str]], results: dict, shared: list | None = None) -> None:
     lab_dir = LABS / f"lane{index}"
     env = {**os.environ, "GANGSCHED_LAB_DIR": str(lab_dir), "GANGSCHED_TEST_RUN_LOG": str(RUN_LOG)}
-    for name, cmd in stages:
+    for name, cmd in _stages(stages, shared if shared is not None else []):
         log = LABS / "logs" / f"{name}.log"
         start = time.monotonic()
         with log.open("w") as out:
@@ -57,7 +76,7 @@ def run_lane(index: int, stages: list[tuple[str, str]], results: dict) -> None:
             _running.append(proc)
             rc, cpu = wait_cpu(proc)
         took = round(time.monotonic() - start)
-        results[name] = (rc, took, cpu)
+        results[name] = (rc, took, cpu, index)
         with _print:
             print(f"===== stage {name} (lane {index}) =====", flush=True)
             sys.stdout.write(log.read_text(errors="replace"))
@@ -107,16 +126,29 @@ def stop_all(signum, _frame) -> None:
 
 
 def main(argv: list[str]) -> int:
+    shared: list[tuple[str, str]] = []
+    if "--shared" in argv:
+        at = argv.index("--shared")
+        if at + 1 >= len(argv):
+            raise SystemExit("lanes.py: --shared takes the shared stages, 'name=command; ...'")
+        shared = parse(argv[at + 1])
+        argv = argv[:at] + argv[at + 2 :]
     lanes = [parse(a) for a in argv]
     if not lanes:
         raise SystemExit(__doc__)
+    names = [name for lane in [*lanes, shared] for name, _ in lane]
+    if len(set(names)) != len(names):
+        raise SystemExit(f"lanes.py: a stage name appears twice in {names}")
+    pool = list(shared)
     signal.signal(signal.SIGTERM, stop_all)
     signal.signal(signal.SIGINT, stop_all)
     (LABS / "logs").mkdir(parents=True, exist_ok=True)
     RUN_LOG.write_text("")  # each test's Ansible runs, their wall and CPU seconds (tests/ansible_run.py)
-    results: dict[str, tuple[int, int, int]] = {}
+    results: dict[str, tuple[int, int, int, int]] = {}
     start, busy = time.monotonic(), busy_cpu()
-    threads = [threading.Thread(target=run_lane, args=(i, lane, results), daemon=True) for i, lane in enumerate(lanes)]
+    threads = [
+        threading.Thread(target=run_lane, args=(i, lane, results, pool), daemon=True) for i, lane in enumerate(lanes)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -125,21 +157,24 @@ def main(argv: list[str]) -> int:
     busy = round(busy_cpu() - busy)
     print(f"\nmake test: {round(time.monotonic() - start)} s in {len(lanes)} lanes, the machine {busy} CPU-s busy")
     failed = False
-    for lane in lanes:
-        for name, _ in lane:
-            rc, took, cpu = results.get(name, (None, None, None))
-            what = "not run (an earlier stage of its lane failed)"
-            if rc is not None:
-                what = f"{took:>5} s  {cpu:>5} CPU-s  exit {rc}"
-            print(f"  {name:<12} {what}")
-            failed |= rc != 0
+    for name, _ in [stage for lane in [*lanes, shared] for stage in lane]:
+        rc, took, cpu, index = results.get(name, (None, None, None, None))
+        what = "not run (an earlier stage of its lane failed)"
+        if (name, _) in shared:
+            what = "not run (a stage of every lane failed before a lane could take it)"
+        if rc is not None:
+            what = f"{took:>5} s  {cpu:>5} CPU-s  exit {rc}  (lane {index})"
+        print(f"  {name:<26} {what}")
+        failed |= rc != 0
+    for index in range(len(lanes)):
+        ran = [r for r in results.values() if r[3] == index]
+        print(f"  lane {index}: {sum(r[1] for r in ran)} s in {len(ran)} stage{'' if len(ran) == 1 else 's'}")
     staged = sum(r[2] for r in results.values())
     print(f"  the rest:    {busy - staged} CPU-s (processes no stage waited for, the machine's own)")
-    for lane in lanes:
-        for name, _ in lane:
-            if results.get(name, (0,))[0] not in (0, None):
-                print(f"\n----- why stage {name} failed (the end of .labs/logs/{name}.log) -----")
-                print(failure_digest((LABS / "logs" / f"{name}.log").read_text(errors="replace")))
+    for name, _ in [stage for lane in [*lanes, shared] for stage in lane]:
+        if results.get(name, (0,))[0] not in (0, None):
+            print(f"\n----- why stage {name} failed (the end of .labs/logs/{name}.log) -----")
+            print(failure_digest((LABS / "logs" / f"{name}.log").read_text(errors="replace")))
     return 1 if failed else 0
 
 

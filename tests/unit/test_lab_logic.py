@@ -320,6 +320,53 @@ def test_a_failed_stage_is_told_by_its_failed_tests_and_its_end():
     assert not any(line.startswith("noise") for line in digest)
 
 
+def _lanes_module(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("lanes", Path(__file__).resolve().parent.parent / "lanes.py")
+    lanes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lanes)
+    lanes.LABS, lanes.RUN_LOG = tmp_path, tmp_path / "logs" / "ansible_runs.jsonl"  # not the checkout's .labs
+    return lanes
+
+
+def _taken_by(out: str) -> dict:
+    """Each stage's lane, from the summary's lines."""
+    return {
+        ln.split()[0]: int(ln.rsplit("(lane ", 1)[1].rstrip(")"))
+        for ln in out.splitlines()
+        if " exit " in ln and ln.endswith(")")
+    }
+
+
+def test_shared_stages_go_to_the_lane_that_is_free_first(tmp_path, capsys):
+    lanes = _lanes_module(tmp_path)
+    rc = lanes.main(["slow=sleep 1.5", "quick=true", "--shared", "s1=sleep 0.3; s2=true; s3=true"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    # the quick lane took every shared stage, in the order given, while the slow one was still at its own
+    assert _taken_by(out) == {"slow": 0, "quick": 1, "s1": 1, "s2": 1, "s3": 1}, out
+    assert out.index("===== stage s1 ") < out.index("===== stage s2 ") < out.index("===== stage s3 "), out
+
+
+def test_a_lane_whose_stage_failed_takes_no_shared_stage(tmp_path, capsys):
+    lanes = _lanes_module(tmp_path)
+    rc = lanes.main(["slow=sleep 1", "broken=false", "--shared", "s1=true; s2=false; s3=true"])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    # the broken lane took nothing; the other took s1, then s2 failed there and s3 was left
+    assert _taken_by(out) == {"slow": 0, "broken": 1, "s1": 0, "s2": 0}, out
+    assert "s3" in out and "not run (a stage of every lane failed before a lane could take it)" in out, out
+    assert "why stage broken failed" in out and "why stage s2 failed" in out, out
+
+
+def test_a_stage_name_given_twice_is_refused(tmp_path):
+    lanes = _lanes_module(tmp_path)
+    with pytest.raises(SystemExit, match="appears twice"):
+        lanes.main(["a=true", "--shared", "a=true"])
+
+
 def test_free_port_is_below_the_kernels_range_for_client_sockets_and_bindable():
     low = ports.ephemeral_ports()[0]
     picked = {ports.free_port() for _ in range(20)}
