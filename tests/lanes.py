@@ -32,6 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 LABS = REPO / ".labs"
 _print = threading.Lock()
+_shared_lock = threading.Lock()  # the shared stages left, taken off by one lane at a time
 _running: list[subprocess.Popen] = []
 
 
@@ -60,13 +61,10 @@ def _stages(own: list[tuple[str, str]], shared: list[tuple[str, str]]):
         yield stage
 
 
-_shared_lock = threading.Lock()
-
-
-def run_lane(index: int, stages: list[tuple[str, str]], results: dict, shared: list | None = None) -> None:
+def run_lane(index: int, stages: list[tuple[str, str]], results: dict, shared: list[tuple[str, str]]) -> None:
     lab_dir = LABS / f"lane{index}"
     env = {**os.environ, "GANGSCHED_LAB_DIR": str(lab_dir), "GANGSCHED_TEST_RUN_LOG": str(RUN_LOG)}
-    for name, cmd in _stages(stages, shared if shared is not None else []):
+    for name, cmd in _stages(stages, shared):
         log = LABS / "logs" / f"{name}.log"
         start = time.monotonic()
         with log.open("w") as out:
@@ -136,7 +134,8 @@ def main(argv: list[str]) -> int:
     lanes = [parse(a) for a in argv]
     if not lanes:
         raise SystemExit(__doc__)
-    names = [name for lane in [*lanes, shared] for name, _ in lane]
+    every = [stage for lane in [*lanes, shared] for stage in lane]
+    names = [name for name, _ in every]
     if len(set(names)) != len(names):
         raise SystemExit(f"lanes.py: a stage name appears twice in {names}")
     pool = list(shared)
@@ -157,10 +156,10 @@ def main(argv: list[str]) -> int:
     busy = round(busy_cpu() - busy)
     print(f"\nmake test: {round(time.monotonic() - start)} s in {len(lanes)} lanes, the machine {busy} CPU-s busy")
     failed = False
-    for name, _ in [stage for lane in [*lanes, shared] for stage in lane]:
+    for name, cmd in every:
         rc, took, cpu, index = results.get(name, (None, None, None, None))
         what = "not run (an earlier stage of its lane failed)"
-        if (name, _) in shared:
+        if (name, cmd) in shared:
             what = "not run (a stage of every lane failed before a lane could take it)"
         if rc is not None:
             what = f"{took:>5} s  {cpu:>5} CPU-s  exit {rc}  (lane {index})"
@@ -171,7 +170,7 @@ def main(argv: list[str]) -> int:
         print(f"  lane {index}: {sum(r[1] for r in ran)} s in {len(ran)} stage{'' if len(ran) == 1 else 's'}")
     staged = sum(r[2] for r in results.values())
     print(f"  the rest:    {busy - staged} CPU-s (processes no stage waited for, the machine's own)")
-    for name, _ in [stage for lane in [*lanes, shared] for stage in lane]:
+    for name, _ in every:
         if results.get(name, (0,))[0] not in (0, None):
             print(f"\n----- why stage {name} failed (the end of .labs/logs/{name}.log) -----")
             print(failure_digest((LABS / "logs" / f"{name}.log").read_text(errors="replace")))

@@ -302,24 +302,6 @@ def test_runner_tick_in_progress_cannot_start_a_container_for_a_pod_being_stoppe
     assert not any(c.alive() for c in run.containers)
 
 
-def test_a_failed_stage_is_told_by_its_failed_tests_and_its_end():
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("lanes", Path(__file__).resolve().parent.parent / "lanes.py")
-    lanes = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lanes)
-    log = "\n".join(
-        ["....F..", *[f"noise {i}" for i in range(100)], "FAILED tests/lab/test_x.py::test_y - assert 1 == 2"]
-        + ["ERROR tests/lab/test_z.py::test_w"]
-        + [f"tail {i}" for i in range(30)]
-    )
-    digest = lanes.failure_digest(log, tail=5).splitlines()
-    assert digest[:2] == ["FAILED tests/lab/test_x.py::test_y - assert 1 == 2", "ERROR tests/lab/test_z.py::test_w"]
-    assert digest[2:] == [f"tail {i}" for i in range(25, 30)]
-    assert not any(line.startswith("noise") for line in digest)
-
-
 def _lanes_module(tmp_path):
     import importlib.util
     from pathlib import Path
@@ -329,6 +311,19 @@ def _lanes_module(tmp_path):
     spec.loader.exec_module(lanes)
     lanes.LABS, lanes.RUN_LOG = tmp_path, tmp_path / "logs" / "ansible_runs.jsonl"  # not the checkout's .labs
     return lanes
+
+
+def test_a_failed_stage_is_told_by_its_failed_tests_and_its_end(tmp_path):
+    lanes = _lanes_module(tmp_path)
+    log = "\n".join(
+        ["....F..", *[f"noise {i}" for i in range(100)], "FAILED tests/lab/test_x.py::test_y - assert 1 == 2"]
+        + ["ERROR tests/lab/test_z.py::test_w"]
+        + [f"tail {i}" for i in range(30)]
+    )
+    digest = lanes.failure_digest(log, tail=5).splitlines()
+    assert digest[:2] == ["FAILED tests/lab/test_x.py::test_y - assert 1 == 2", "ERROR tests/lab/test_z.py::test_w"]
+    assert digest[2:] == [f"tail {i}" for i in range(25, 30)]
+    assert not any(line.startswith("noise") for line in digest)
 
 
 def _taken_by(out: str) -> dict:
@@ -342,7 +337,7 @@ def _taken_by(out: str) -> dict:
 
 def test_shared_stages_go_to_the_lane_that_is_free_first(tmp_path, capsys):
     lanes = _lanes_module(tmp_path)
-    rc = lanes.main(["slow=sleep 1.5", "quick=true", "--shared", "s1=sleep 0.3; s2=true; s3=true"])
+    rc = lanes.main(["slow=sleep 3", "quick=true", "--shared", "s1=sleep 0.3; s2=true; s3=true"])
     out = capsys.readouterr().out
     assert rc == 0, out
     # the quick lane took every shared stage, in the order given, while the slow one was still at its own
@@ -352,11 +347,11 @@ def test_shared_stages_go_to_the_lane_that_is_free_first(tmp_path, capsys):
 
 def test_a_lane_whose_stage_failed_takes_no_shared_stage(tmp_path, capsys):
     lanes = _lanes_module(tmp_path)
-    rc = lanes.main(["slow=sleep 1", "broken=false", "--shared", "s1=true; s2=false; s3=true"])
+    rc = lanes.main(["ok=true", "broken=false", "--shared", "s1=true; s2=false; s3=true"])
     out = capsys.readouterr().out
     assert rc == 1, out
     # the broken lane took nothing; the other took s1, then s2 failed there and s3 was left
-    assert _taken_by(out) == {"slow": 0, "broken": 1, "s1": 0, "s2": 0}, out
+    assert _taken_by(out) == {"ok": 0, "broken": 1, "s1": 0, "s2": 0}, out
     assert "s3" in out and "not run (a stage of every lane failed before a lane could take it)" in out, out
     assert "why stage broken failed" in out and "why stage s2 failed" in out, out
 
