@@ -22,7 +22,7 @@ from . import build, inventory, kubeconfigs, manifests, nodes, pki, podnet, proc
 from . import versions as V
 from .flags import feature_gates, gate_flags, kcm_controllers
 from .paths import REPO, state_dir
-from .ports import free_port, port_free
+from .ports import free_port, pod_port_clash, port_free
 
 # The lab's API server collects its garbage less often than Go's default (a heap of up to 5x its live data, capped at
 # 768 MiB, instead of 2x): on a lab running site.yml it spent about a sixth of its CPU in the garbage collector, and
@@ -118,12 +118,17 @@ class Lab:
                 f"the lab is already running ({up} up, state in {self.root}). "
                 "Use it as it is, or stop it first with: python -m lab down"
             )
-        for b in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"):
-            build.binary_path(b)  # raises a clear 'not built' error
         if gpu_nodes < 0 or gpus_per_node < 0 or cpu_nodes < 0:
             raise LabError("--gpu-nodes, --gpus-per-node and --cpu-nodes must be >= 0")
+        if api_port and pod_port_clash(api_port):
+            raise LabError(
+                f"port {api_port} is one the lab's pods listen on ({pod_port_clash(api_port)}), and kube-apiserver's "
+                "port is forwarded into every pod: pick another --api-port (6443, or one from 20000 up)"
+            )
         if api_port and not port_free(api_port):
             raise LabError(f"port {api_port} on 127.0.0.1 is busy; pick another --api-port or free it")
+        for b in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"):
+            build.binary_path(b)  # raises a clear 'not built' error
         # fresh run state, but keep nothing from a previous lab (its pods' /24 is taken again if free)
         old_subnet = self.state().get("pod_subnet")
         podnet.release_subnet(old_subnet, str(self.root.resolve()))
@@ -423,7 +428,9 @@ class Lab:
             time.sleep(0.5)
         raise LabError(
             "kube-scheduler did not start; see: python -m lab logs pod/kube-system/kube-scheduler\n"
-            + "\n".join(procs.tail(self.logs / "runner.log", 15))
+            + "\n".join(procs.tail(self.logs / "runner.log", 8))
+            + "\nits own log ends:\n"
+            + "\n".join(procs.tail(self.pods / "kube-system_kube-scheduler" / "kube-scheduler.log", 12))
         )
 
     @staticmethod

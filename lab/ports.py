@@ -1,5 +1,6 @@
-"""The loopback ports the lab's components listen on: one picked free at random below the kernel's range for client
-sockets, and claimed across the labs of the machine so that two starting side by side never pick the same one."""
+"""The loopback ports the lab's components listen on: one picked free at random between the ports components listen on
+inside their pods and the kernel's range for client sockets, and claimed across the labs of the machine so that two
+starting side by side never pick the same one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,28 @@ import random
 import socket
 import time
 from pathlib import Path
+
+# kube-apiserver's port is forwarded into every pod's network namespace (lab.podexec: the pod reaches the apiserver at
+# 127.0.0.1:<its port>, as a kubeconfig written for the host says), so it must be none that a component listens on in
+# its pod: with kube-apiserver on 10259, kube-scheduler's static pod exits at every start with "failed to listen on
+# 127.0.0.1:10259: bind: address already in use" and the lab never comes up. The lab picks its ports from PICK_FROM up
+# (above those defaults), and refuses these for --api-port: the ports the lab's pods listen on (controller-runtime
+# operators' metrics, probes and webhooks; Volcano's webhook and its schedulers' health port; the schedulers' ports).
+PICK_FROM = 20000
+POD_PORTS = {
+    8080: "metrics (controller-runtime operators, vc-scheduler)",
+    8081: "health probes (controller-runtime operators)",
+    8443: "webhook (Volcano's admission)",
+    9443: "webhook (controller-runtime operators)",
+    10251: "Koordinator's scheduler's insecure port",
+    10259: "kube-scheduler's secure port (and every scheduler built on it)",
+    11251: "health (Volcano's scheduler and controllers)",
+}
+
+
+def pod_port_clash(port: int) -> str | None:
+    """What listens on ``port`` inside the lab's pods, where kube-apiserver's port (forwarded there) would clash."""
+    return POD_PORTS.get(port)
 
 
 def port_free(port: int) -> bool:
@@ -63,16 +86,20 @@ def claim_port(port: int, claims: Path | None = None) -> bool:
 
 def free_port() -> int:
     """A port free now, for a component to listen on, that no other lab on this machine was handed in the last
-    PORT_CLAIM_SECONDS. Picked at random below the kernel's ephemeral range: a port the kernel hands out (bind to
-    port 0) can be taken, before the component binds it, by any client socket's local port; and two labs starting
-    side by side (make test's lanes) could pick the same free port before either bound it ("address already in
-    use"), which the claim rules out."""
+    PORT_CLAIM_SECONDS. Picked at random from PICK_FROM up to the kernel's ephemeral range: a port the kernel hands
+    out (bind to port 0) can be taken, before the component binds it, by any client socket's local port; one below
+    PICK_FROM can be a component's own port inside its pod (see POD_PORTS); and two labs starting side by side
+    (make test's lanes) could pick the same free port before either bound it ("address already in use"), which the
+    claim rules out."""
     low = ephemeral_ports()[0]
-    if low > 12000:
+    if low > PICK_FROM + 2000:
         for _ in range(200):
-            port = random.randrange(10000, low)
+            port = random.randrange(PICK_FROM, low)
             if port_free(port) and claim_port(port):
                 return port
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if not pod_port_clash(port):
+            return port

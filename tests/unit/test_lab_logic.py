@@ -362,13 +362,24 @@ def test_a_stage_name_given_twice_is_refused(tmp_path):
         lanes.main(["a=true", "--shared", "a=true"])
 
 
-def test_free_port_is_below_the_kernels_range_for_client_sockets_and_bindable():
+def test_free_port_is_between_the_pods_ports_and_the_kernels_range_for_client_sockets_and_bindable():
     low = ports.ephemeral_ports()[0]
     picked = {ports.free_port() for _ in range(20)}
-    assert all(10000 <= p < low for p in picked), (low, picked)
+    # kube-apiserver's port is forwarded into every pod: none a component listens on there (10259 among them)
+    assert all(ports.PICK_FROM <= p < low for p in picked), (low, picked)
+    assert ports.PICK_FROM > max(ports.POD_PORTS)
     assert len(picked) > 1  # random, so labs starting side by side rarely try the same one
     with socket.socket() as s:  # free: a component can listen on it
         s.bind(("127.0.0.1", picked.pop()))
+
+
+def test_an_api_port_a_pod_listens_on_is_refused_before_anything_starts(tmp_path):
+    # on 10259 the forwarded apiserver listener takes kube-scheduler's secure port in its pod: it would exit at
+    # every start ("bind: address already in use") and the lab never come up
+    root = tmp_path / "lab"
+    with pytest.raises(cluster.LabError, match=r"port 10259 is one the lab's pods listen on \(kube-scheduler's"):
+        cluster.Lab(root).up(api_port=10259, log=lambda *_: None)
+    assert not root.exists()
 
 
 def test_a_port_is_claimed_once_until_its_claim_expires(tmp_path):
