@@ -198,7 +198,7 @@ class Sandbox:
                 env={**os.environ, "PYTHONPATH": str(REPO)},
             )
         child.close()
-        self.pid_path.write_text(str(self.proc.pid))
+        procs.write_pid(self.pid_path, self.proc.pid)
         parent.settimeout(10)
         done = False
         try:
@@ -282,7 +282,7 @@ class Container:
                 start_new_session=True,
                 env={**os.environ, "PYTHONPATH": str(REPO)},
             )
-        self.pid_path.write_text(str(self.proc.pid))
+        procs.write_pid(self.pid_path, self.proc.pid)
         self.started_at = now()
         self.started_mono = time.monotonic()
         self.waiting = None

@@ -43,15 +43,36 @@ def start(
             cwd=cwd,
             start_new_session=True,
         )
-    pidfile.write_text(str(proc.pid))
+    write_pid(pidfile, proc.pid)
     return proc.pid
 
 
-def read_pid(pidfile: Path) -> int | None:
+def _start_time(pid: int) -> str | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat``, field 22); None when it is gone."""
     try:
-        return int(pidfile.read_text().strip())
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def write_pid(pidfile: Path, pid: int) -> None:
+    """Record ``pid`` with its start time: ``read_pid`` then knows the process from a later one given the same pid."""
+    pidfile.write_text(f"{pid} {_start_time(pid) or ''}".strip())
+
+
+def read_pid(pidfile: Path) -> int | None:
+    """The pid recorded in ``pidfile``, or None when there is none or it now names another process: the kernel hands
+    a pid out again once its process is gone (every 32,768 processes by default, or after a reboot), and a stale
+    pid must never be stopped, a whole process group with it. A file holding a pid alone is taken as it is."""
+    try:
+        pid, *started = pidfile.read_text().split()
+        pid = int(pid)
     except (OSError, ValueError):
         return None
+    if started and _start_time(pid) != started[0]:
+        return None
+    return pid
 
 
 def stop(pid: int | None, grace: float = 10.0) -> bool:

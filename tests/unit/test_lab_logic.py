@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lab import build, cluster, flags, images, nodes, ports, versions
+from lab import build, cluster, flags, images, nodes, ports, procs, versions
 from lab.podrunner import expand
 
 UPSTREAM = """module example.com/up
@@ -380,6 +381,26 @@ def test_an_api_port_a_pod_listens_on_is_refused_before_anything_starts(tmp_path
     with pytest.raises(cluster.LabError, match=r"port 10259 is one the lab's pods listen on \(kube-scheduler's"):
         cluster.Lab(root).up(api_port=10259, log=lambda *_: None)
     assert not root.exists()
+
+
+def test_a_pid_recorded_for_a_process_long_gone_is_never_stopped(tmp_path):
+    # the kernel hands a pid out again (every 32,768 processes, or after a reboot): a lab's pidfile naming a process
+    # that started at another time than the one holding that pid now must not stop it, nor count as running
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        lab = cluster.Lab(tmp_path / "lab")
+        lab.pids.mkdir(parents=True)
+        procs.write_pid(lab.pids / "etcd.pid", other.pid)
+        assert lab.pid("etcd") == other.pid and lab.running()["etcd"]
+        (lab.pids / "etcd.pid").write_text(f"{other.pid} 1")  # its process started at tick 1, not this one
+        assert lab.pid("etcd") is None and not lab.running()["etcd"]
+        assert lab.down(log=lambda *_: None) == []
+        assert other.poll() is None, "a process the lab did not start was stopped"
+        (lab.pids / "etcd.pid").write_text(str(other.pid))  # a pid alone is taken as it is
+        assert lab.pid("etcd") == other.pid
+    finally:
+        other.kill()
+        other.wait()
 
 
 def test_a_port_is_claimed_once_until_its_claim_expires(tmp_path):

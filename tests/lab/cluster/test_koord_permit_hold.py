@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from lab import kube, scenarios
+from lab import kube, procs, scenarios
 
 NS_ = scenarios.KOORD_NS
 GPU_NODES = [f"gpu-node-{i}" for i in range(4)]
@@ -67,9 +67,9 @@ def koord(lab):
     return lab
 
 
-def _koord_pid(lab) -> int:
+def _koord_pid(lab) -> int | None:
     pidfile = next(iter(sorted(lab.pods.glob(f"{NS_}_{scenarios.KOORD_NAME}-*/{scenarios.KOORD_NAME}.pid"))))
-    return int(pidfile.read_text())
+    return procs.read_pid(pidfile)
 
 
 def _sample_cache(lab, seconds: float) -> list[list]:

@@ -19,7 +19,7 @@ import pytest
 from ansible_run import module
 from kubernetes import client as k
 
-from lab import build, kube, nodes, scenarios
+from lab import build, kube, nodes, procs, scenarios
 from lab import versions as V
 
 NS = scenarios.KOORD_NS
@@ -112,7 +112,7 @@ def test_koord_scheduler_runs_its_build_with_loopback_insecure_port(koord):
     assert "--config=/config/koord-scheduler.config" in argv, start
     # the deprecated insecure port obeys --address even with --config (its --help says otherwise)
     # the insecure port opens after the secure one (the Deployment's probe): on a busy machine, some seconds later
-    pid, deadline = int(pidfile.read_text()), time.monotonic() + 60
+    pid, deadline = procs.read_pid(pidfile), time.monotonic() + 60
     listening = _listening(pid)
     while not any(p == 10251 for _a, p in listening) and time.monotonic() < deadline:
         time.sleep(0.5)
