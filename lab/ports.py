@@ -14,8 +14,9 @@ from pathlib import Path
 # 127.0.0.1:<its port>, as a kubeconfig written for the host says), so it must be none that a component listens on in
 # its pod: with kube-apiserver on 10259, kube-scheduler's static pod exits at every start with "failed to listen on
 # 127.0.0.1:10259: bind: address already in use" and the lab never comes up. The lab picks its ports from PICK_FROM up
-# (above those defaults), and refuses these for --api-port: the ports the lab's pods listen on (controller-runtime
-# operators' metrics, probes and webhooks; Volcano's webhook and its schedulers' health port; the schedulers' ports).
+# (above the components' defaults), never one of POD_PORTS, and refuses those for --api-port: the ports the lab's pods
+# listen on (controller-runtime operators' metrics, probes and webhooks; Volcano's webhook and its schedulers' health
+# port; the schedulers' ports), as the playbook tests find them after site.yml (pod_port_problems).
 PICK_FROM = 20000
 POD_PORTS = {
     8080: "metrics (controller-runtime operators, vc-scheduler)",
@@ -31,6 +32,22 @@ POD_PORTS = {
 def pod_port_clash(port: int) -> str | None:
     """What listens on ``port`` inside the lab's pods, where kube-apiserver's port (forwarded there) would clash."""
     return POD_PORTS.get(port)
+
+
+def pod_port_problems(listeners: dict[str, list[int]], api_port: int) -> list[str]:
+    """The ports the lab's pods listen on (``Lab.pod_listeners``) that POD_PORTS does not name: the lab could hand one
+    to kube-apiserver (forwarded into every pod), and ``--api-port`` would not refuse it. Empty when it names all.
+
+    >>> pod_port_problems({"kube-system_kube-scheduler": [10259, 23699]}, 23699)
+    []
+    >>> pod_port_problems({"ns_op": [8080, 24000]}, 23699)
+    ['pod ns_op listens on 24000, a port lab.ports.POD_PORTS does not name: add it there']
+    """
+    return [
+        f"pod {pod} listens on {port}, a port lab.ports.POD_PORTS does not name: add it there"
+        for pod, pod_ports in sorted(listeners.items())
+        for port in sorted(set(pod_ports) - {api_port} - set(POD_PORTS))
+    ]
 
 
 def port_free(port: int) -> bool:
@@ -95,7 +112,7 @@ def free_port() -> int:
     if low > PICK_FROM + 2000:
         for _ in range(200):
             port = random.randrange(PICK_FROM, low)
-            if port_free(port) and claim_port(port):
+            if port not in POD_PORTS and port_free(port) and claim_port(port):
                 return port
     while True:
         with socket.socket() as s:

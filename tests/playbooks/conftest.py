@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab import build
+from lab import build, ports
 from lab.cluster import Lab
 
 
@@ -20,6 +20,20 @@ def lab():
     the_lab.up(gpu_nodes=4, gpus_per_node=1, cpu_nodes=1, log=lambda *_: None)
     yield the_lab
     the_lab.down(log=lambda *_: None)
+
+
+@pytest.fixture
+def pod_ports_named(lab):
+    """A check for after site.yml: every port the lab's pods listen on is one lab.ports.POD_PORTS names, so that the lab
+    never hands it to kube-apiserver (whose port is forwarded into every pod) and --api-port refuses it."""
+
+    def check():
+        listeners = lab.pod_listeners()
+        assert 10259 in listeners.get("kube-system_kube-scheduler", []), listeners  # the pods' listeners are seen
+        problems = ports.pod_port_problems(listeners, lab.state()["ports"]["apiserver"])
+        assert not problems, problems
+
+    return check
 
 
 @pytest.fixture

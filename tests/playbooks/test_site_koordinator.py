@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(1500)
 KOORD = {"gangsched_gang_scheduler": "koordinator"}
 
 
-def test_site_installs_and_proves_koord_scheduler(lab):
+def test_site_installs_and_proves_koord_scheduler(lab, pod_ports_named):
     apps = k.AppsV1Api(kube.api(lab))
     run = playbook(lab, "site", gang_smoke_test_control=True, **KOORD)
     assert run.rc == 0, run.failures()
@@ -30,6 +30,7 @@ def test_site_installs_and_proves_koord_scheduler(lab):
     co = k.CustomObjectsApi(kube.api(lab))
     pgs = co.list_cluster_custom_object("scheduling.sigs.k8s.io", "v1alpha1", "podgroups")
     assert pgs["items"] == [], "label gangs need no PodGroup object"
+    pod_ports_named()
 
     again = playbook(lab, "site", "--skip-tags", "smoke", **KOORD)
     assert again.rc == 0, again.failures()

@@ -100,7 +100,7 @@ def site(lab):
     return playbook(lab, "site", **EXTRA)
 
 
-def test_site_installs_kueue_in_front_of_volcano_and_proves_the_gang(lab, site):
+def test_site_installs_kueue_in_front_of_volcano_and_proves_the_gang(lab, site, pod_ports_named):
     assert site.rc == 0, site.failures()
     # the smoke test through Kueue: 4 admitted and Running together, 5 admitted (within 6) and held whole by Volcano,
     # 7 held by Kueue for quota
@@ -124,6 +124,7 @@ def test_site_installs_kueue_in_front_of_volcano_and_proves_the_gang(lab, site):
     info = module(lab, "gang_info")
     assert info["problems"] == [], info["problems"]
     assert [q["name"] for q in info["kueue"]["cluster_queues"]] == [CQ], info["kueue"]
+    pod_ports_named()
 
 
 def test_second_run_changes_nothing(lab, site):

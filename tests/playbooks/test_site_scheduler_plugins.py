@@ -21,11 +21,12 @@ def _flag(lab) -> list[str]:
     return [a for a in dep.spec.template.spec.containers[0].command if a.startswith("--gang-scheduler-name")]
 
 
-def test_second_scheduler(lab):
+def test_second_scheduler(lab, pod_ports_named):
     run = playbook(lab, "site", **SP)
     assert run.rc == 0, run.failures()
     assert _flag(lab) == ["--gang-scheduler-name=scheduler-plugins-scheduler"]
     assert run.verdicts() == ["gang_held_running", "gang_held_pending"]
+    pod_ports_named()
     # the converged re-run without the smoke test (proven above; a whole re-run, smoke test included, changes
     # nothing in test_site_volcano.py and in the gang_smoke_test Molecule scenario's idempotence step on this path)
     again = playbook(lab, "site", "--skip-tags", "smoke", **SP)

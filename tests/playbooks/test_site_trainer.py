@@ -33,7 +33,7 @@ def _trainer_deployments(lab) -> set[str]:
     }
 
 
-def test_site_with_trainer_proves_trainjobs_and_converges(lab):
+def test_site_with_trainer_proves_trainjobs_and_converges(lab, pod_ports_named):
     run = playbook(lab, "site", **EXTRA)
     assert run.rc == 0, run.failures()
     assert _trainer_deployments(lab) == {
@@ -49,6 +49,7 @@ def test_site_with_trainer_proves_trainjobs_and_converges(lab):
     # the report's fact holds both runs' verdicts, the pods' first
     (results,) = run.facts("gang_smoke_test_results")[-1:]
     assert [r["verdict"] for r in results] == ["gang_held_running", "gang_held_pending"] * 2, results
+    pod_ports_named()
 
     again = playbook(lab, "site", "--skip-tags", "smoke", **EXTRA)
     assert again.rc == 0, again.failures()

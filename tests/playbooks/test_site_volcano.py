@@ -69,7 +69,7 @@ def test_check_mode_on_a_fresh_lab_changes_nothing(lab):
     lab.check_mode_changed = changed  # for the next test
 
 
-def test_site_installs_the_chain_and_proves_it(lab):
+def test_site_installs_the_chain_and_proves_it(lab, pod_ports_named):
     run = playbook(lab, "site")
     assert run.rc == 0, run.failures()
     changed = run.changed()
@@ -97,6 +97,7 @@ def test_site_installs_the_chain_and_proves_it(lab):
         r["verdict"] for r in run.results("gangsched.kubeflow.gang_smoke_test : Oversized gang stays entirely Pending")
     ]
     assert verdicts == ["gang_held_running", "gang_held_pending"], verdicts
+    pod_ports_named()
 
 
 # the kubernetes.core tasks (each a process of its own) that a converged run skips, as drift found nothing to change

@@ -403,6 +403,14 @@ def test_a_pid_recorded_for_a_process_long_gone_is_never_stopped(tmp_path):
         other.wait()
 
 
+def test_a_port_a_pod_listens_on_is_named_unless_pod_ports_has_it():
+    # the forwarded apiserver listener is no problem; a pod's port POD_PORTS lacks is, the pod and the fix named
+    assert ports.pod_port_problems({"kube-system_kube-scheduler": [10259, 23699]}, 23699) == []
+    assert ports.pod_port_problems({"ns_op": [8080, 9443, 24000, 23699]}, 23699) == [
+        "pod ns_op listens on 24000, a port lab.ports.POD_PORTS does not name: add it there"
+    ]
+
+
 def test_a_port_is_claimed_once_until_its_claim_expires(tmp_path):
     # two labs starting side by side: the second one to ask for the same free port is refused it
     assert ports.claim_port(31158, tmp_path) is True
