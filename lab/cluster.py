@@ -22,7 +22,7 @@ from . import build, inventory, kubeconfigs, manifests, nodes, pki, podnet, proc
 from . import versions as V
 from .flags import feature_gates, gate_flags, kcm_controllers
 from .paths import REPO, state_dir
-from .ports import free_port, pod_port_clash, port_free
+from .ports import POD_PORTS, free_port, port_free
 
 # The lab's API server collects its garbage less often than Go's default (a heap of up to 5x its live data, capped at
 # 768 MiB, instead of 2x): on a lab running site.yml it spent about a sixth of its CPU in the garbage collector, and
@@ -120,9 +120,9 @@ class Lab:
             )
         if gpu_nodes < 0 or gpus_per_node < 0 or cpu_nodes < 0:
             raise LabError("--gpu-nodes, --gpus-per-node and --cpu-nodes must be >= 0")
-        if api_port and pod_port_clash(api_port):
+        if api_port in POD_PORTS:
             raise LabError(
-                f"port {api_port} is one the lab's pods listen on ({pod_port_clash(api_port)}), and kube-apiserver's "
+                f"port {api_port} is one the lab's pods listen on ({POD_PORTS[api_port]}), and kube-apiserver's "
                 "port is forwarded into every pod: pick another --api-port (6443, or one from 20000 up)"
             )
         if api_port and not port_free(api_port):

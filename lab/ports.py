@@ -24,14 +24,9 @@ POD_PORTS = {
     8443: "webhook (Volcano's admission)",
     9443: "webhook (controller-runtime operators)",
     10251: "Koordinator's scheduler's insecure port",
-    10259: "kube-scheduler's secure port (and every scheduler built on it)",
+    10259: "kube-scheduler's secure port, and every scheduler's built on it",
     11251: "health (Volcano's scheduler and controllers)",
 }
-
-
-def pod_port_clash(port: int) -> str | None:
-    """What listens on ``port`` inside the lab's pods, where kube-apiserver's port (forwarded there) would clash."""
-    return POD_PORTS.get(port)
 
 
 def pod_port_problems(listeners: dict[str, list[int]], api_port: int) -> list[str]:
@@ -118,5 +113,5 @@ def free_port() -> int:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        if not pod_port_clash(port):
+        if port not in POD_PORTS:
             return port
