@@ -549,23 +549,13 @@ class Lab:
 
     def pod_listeners(self) -> dict[str, list[int]]:
         """The TCP ports each running pod listens on, read from its sandbox's network namespace
-        (``/proc/<sandbox pid>/net/tcp`` and ``tcp6``), by pod directory (``<namespace>_<name>``)."""
+        (``procs.listening``), by pod directory (``<namespace>_<name>``)."""
         out = {}
         for pidfile in sorted(self.pods.glob("*/sandbox.pid")) if self.pods.exists() else ():
             pid = procs.read_pid(pidfile)
             if not procs.alive(pid):
                 continue
-            found = set()
-            for table in ("tcp", "tcp6"):
-                try:
-                    rows = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
-                except OSError:
-                    continue
-                for row in rows:
-                    fields = row.split()
-                    if len(fields) > 3 and fields[3] == "0A":  # LISTEN
-                        found.add(int(fields[1].rsplit(":", 1)[1], 16))
-            out[pidfile.parent.name] = sorted(found)
+            out[pidfile.parent.name] = sorted({port for _addr, port in procs.listening(pid)})
         return out
 
     def audit_events(self, user: str | None = None, code: int | None = None) -> list[dict]:

@@ -18,11 +18,17 @@ def alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    try:  # a zombie is not alive
+    stat = _stat(pid)  # a zombie is not alive
+    return stat is not None and stat[0] != "Z"
+
+
+def _stat(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat``'s fields after the command name (the state first, field 3); None when it is gone."""
+    try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            return f.read().rsplit(")", 1)[1].split()
     except OSError:
-        return False
+        return None
 
 
 def start(
@@ -49,11 +55,28 @@ def start(
 
 def _start_time(pid: int) -> str | None:
     """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat``, field 22); None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
+    stat = _stat(pid)
+    return stat[19] if stat and len(stat) > 19 else None
+
+
+_ADDRS = {"0100007F": "127.0.0.1", "00000000": "0.0.0.0", "0" * 32: "::"}
+
+
+def listening(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of the TCP sockets listening in the network namespace of process ``pid``
+    (``/proc/<pid>/net/tcp`` and ``tcp6``); empty when it is gone."""
+    out = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            rows = Path(f"/proc/{pid}/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 3 and fields[3] == "0A":  # LISTEN
+                addr, port = fields[1].rsplit(":", 1)
+                out.add((_ADDRS.get(addr, addr), int(port, 16)))
+    return out
 
 
 def write_pid(pidfile: Path, pid: int) -> None:

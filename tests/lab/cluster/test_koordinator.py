@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from ansible_run import module
@@ -87,21 +86,6 @@ def _wait_refused(core, ns: str, selector: str, count: int) -> None:
     kube.wait_for(lambda: _refused(core, ns, selector) == count, 30, f"{count} pod(s) refused after a requeue")
 
 
-_ADDRS = {"0100007F": "127.0.0.1", "00000000": "0.0.0.0", "0" * 32: "::"}
-
-
-def _listening(pid: int) -> set[tuple[str, int]]:
-    """(address, port) of the TCP sockets listening in the network namespace of process ``pid``."""
-    out = set()
-    for name in ("tcp", "tcp6"):
-        for line in Path(f"/proc/{pid}/net/{name}").read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A":  # LISTEN
-                addr, port = fields[1].split(":")
-                out.add((_ADDRS.get(addr, addr), int(port, 16)))
-    return out
-
-
 def test_koord_scheduler_runs_its_build_with_loopback_insecure_port(koord):
     pidfile = next(iter(sorted(koord.pods.glob(f"{NS}_{scenarios.KOORD_NAME}-*/{scenarios.KOORD_NAME}.pid"))), None)
     assert pidfile is not None, list(koord.pods.glob("*"))
@@ -113,10 +97,10 @@ def test_koord_scheduler_runs_its_build_with_loopback_insecure_port(koord):
     # the deprecated insecure port obeys --address even with --config (its --help says otherwise)
     # the insecure port opens after the secure one (the Deployment's probe): on a busy machine, some seconds later
     pid, deadline = procs.read_pid(pidfile), time.monotonic() + 60
-    listening = _listening(pid)
+    listening = procs.listening(pid)
     while not any(p == 10251 for _a, p in listening) and time.monotonic() < deadline:
         time.sleep(0.5)
-        listening = _listening(pid)
+        listening = procs.listening(pid)
     assert ("127.0.0.1", 10251) in listening, listening
     assert not {a for a, p in listening if p == 10251} - {"127.0.0.1"}, listening
 
