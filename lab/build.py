@@ -241,6 +241,14 @@ UNITS: tuple[Unit, ...] = (
         ),
     ),
     Unit(
+        name="helm4",
+        module="helm.sh/helm/v4",
+        version=V.HELM4,
+        binaries=(
+            Binary("helm", "helm.sh/helm/v4/cmd/helm", (f"-X helm.sh/helm/v4/internal/version.version={V.HELM4}",)),
+        ),
+    ),
+    Unit(
         name="nvidia-device-plugin",
         module="github.com/NVIDIA/k8s-device-plugin",
         version=V.NVIDIA_DEVICE_PLUGIN,
@@ -333,6 +341,8 @@ PATH_UNITS = {
     "kubectl": ("kubectl",),
     # not a gang path: the GPU-node harness (python -m lab gpu-node builds them on demand; `make build` too)
     "gpu_node": GPU_NODE_UNITS,
+    # not a gang path: Helm 4, which the newest compat cell's roles run (and the tests of the preflight's refusal)
+    "helm4": ("helm4",),
     # not a gang path: the previous pins the upgrade tests start from
     "upgrade": tuple(label(u) for u in PREVIOUS_UNITS),
 }

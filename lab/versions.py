@@ -50,6 +50,8 @@ TRAINING_OPERATOR = "v1.8.1"
 # flag, MPIJob kubeflow.org/v2beta1 and rights as v0.6.0, which it replaces)
 MPI_OPERATOR = "v0.8.0"
 HELM = "v3.18.6"
+# Helm 4, the current major (Helm 3 gets security fixes only): the newest release the Go module proxy serves
+HELM4 = "v4.3.2"
 # the device plugin: v0.19.0, the newest the Go module proxy serves (v0.18.1 fails its checksum); v0.17.3 before, the
 # release that met a real H100 on the GPU-node harness
 NVIDIA_DEVICE_PLUGIN = "v0.19.0"

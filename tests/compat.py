@@ -31,7 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from lab import build as lab_build  # noqa: E402
 from lab import paths  # noqa: E402
+from lab import versions as V  # noqa: E402
 
 sys.path.append(str(REPO / "tests" / "lab"))
 import lab_objects  # noqa: E402  (tests/lab: the objects the lab tests create)
@@ -49,6 +51,8 @@ class Cell:
     # the ansible community package whose kubernetes.core the cell uses
     ansible: str
     extra: tuple[str, ...] = ()
+    # the helm the cell's roles run (the lab's build of that release): Helm 4 where kubernetes.core drives it
+    helm: str = V.HELM
 
     @property
     def key(self) -> str:
@@ -58,12 +62,13 @@ class Cell:
 # The floor: the oldest ansible-core the collection declares (meta/runtime.yml), the oldest Python it
 # runs on, the oldest kubernetes client kubernetes.core accepts (its requirements: >= 24.2.0) and the
 # oldest kubernetes.core galaxy.yml accepts (5.0.0, bundled by ansible 11.0.0). The newest of each, and
-# the two between them. kubernetes 24.2.0 predates urllib3 2 (its error path calls getheaders()).
+# the two between them. kubernetes 24.2.0 predates urllib3 2 (its error path calls getheaders()). The newest runs
+# Helm 4, which kubernetes.core drives from 6.4.0 on (the others: Helm 3).
 CELLS = (
     Cell("oldest", "3.10", "2.16.19", "24.2.0", "11.0.0", ("urllib3<2",)),
     Cell("pinned", "3.11", "2.19.5", "33.1.0", "12.3.0"),
     Cell("between", "3.12", "2.18.19", "36.0.3", "11.13.0"),
-    Cell("newest", "3.13", "2.21.5", "37.0.2", "14.5.0"),
+    Cell("newest", "3.13", "2.21.5", "37.0.2", "14.5.0", helm=V.HELM4),
 )
 
 
@@ -220,9 +225,11 @@ def lab_check(venv: Path, lab) -> tuple[bool, str]:
     return True, f"gang_info, operator_gang --check, gang_rbac --check, smoke {smoke['verdict']}, crds applied"
 
 
-def roles_check(venv: Path, lab) -> tuple[bool, str]:
+def roles_check(venv: Path, lab, helm: str = V.HELM) -> tuple[bool, str]:
     """site.yml --skip-tags smoke by the cell's ansible-playbook on ``lab``, twice; the second run must change
-    nothing and start no kubernetes.core.k8s or helm task."""
+    nothing and start no kubernetes.core.k8s or helm task. With another ``helm`` than the lab's, the roles run that
+    release's binary, and the first run writes both chart releases through it: values that name it make them differ
+    from what the cell before applied (Helm 3 releases upgraded in place), or the lab is fresh (installed)."""
     env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
@@ -233,6 +240,11 @@ def roles_check(venv: Path, lab) -> tuple[bool, str]:
     }
     cmd = [venv / "bin/ansible-playbook", "-i", REPO / "inventories/lab", REPO / "playbooks/site.yml"]
     cmd += ["--skip-tags", "smoke"]
+    if helm != V.HELM:
+        marker = {"gangschedCompatHelm": helm}
+        values = {"gangsched_helm_binary": str(lab_build.binary_path("helm", helm))}
+        values |= {"gpu_device_plugin_values": marker, "volcano_values": marker}
+        cmd += ["-e", json.dumps(values)]
     runs = []
     for _ in range(2):
         start = time.monotonic()
@@ -251,18 +263,28 @@ def roles_check(venv: Path, lab) -> tuple[bool, str]:
         if p.returncode != 0 or failed:
             return False, f"site.yml failed (rc {p.returncode}): {'; '.join(failed)[:1500] or p.stderr[-1500:]}"
         runs.append((data, time.monotonic() - start))
+    if helm != V.HELM:
+        helm_writes = _writers(runs[0][0], ("kubernetes.core.helm",))
+        if len(helm_writes) != 2:
+            return False, f"site.yml with helm {helm}: kubernetes.core.helm wrote {helm_writes}, not both releases"
     again, took = runs[1]
     changed = sum(h.get("changed", 0) for h in again["stats"].values())
-    writers = [
-        task["task"]["name"]
-        for play in again["plays"]
-        for task in play["tasks"]
-        for h in task["hosts"].values()
-        if h.get("action") in ("kubernetes.core.k8s", "kubernetes.core.helm") and not h.get("skipped")
-    ]
+    writers = _writers(again, ("kubernetes.core.k8s", "kubernetes.core.helm"))
     if changed or writers:
         return False, f"site.yml again: {changed} changed, kubernetes.core writers run: {writers}"
-    return True, f"site.yml, then again in {took:.0f} s: nothing changed, no kubernetes.core writer run"
+    first = f"site.yml (helm {helm}: both releases written through it)" if helm != V.HELM else "site.yml"
+    return True, f"{first}, then again in {took:.0f} s: nothing changed, no kubernetes.core writer run"
+
+
+def _writers(run: dict, actions: tuple[str, ...]) -> list[str]:
+    """The tasks of an ansible.posix.json run that ran one of ``actions`` (not skipped)."""
+    return [
+        task["task"]["name"]
+        for play in run["plays"]
+        for task in play["tasks"]
+        for h in task["hosts"].values()
+        if h.get("action") in actions and not h.get("skipped")
+    ]
 
 
 LAB_TESTS = (
@@ -328,7 +350,7 @@ def main(argv: list[str]) -> int:
             if ok_l and without_roles:
                 why_l = f"{why_l}; roles not run: --no-roles"
             elif ok_l:
-                ok_l, why_r = roles_check(venv, roles_lab)
+                ok_l, why_r = roles_check(venv, roles_lab, cell.helm)
                 why_l = f"{why_l}; {why_r}" if ok_l else f"roles: {why_r}"
             if ok_l and with_lab_tests:
                 ok_l, why_l = lab_tests(venv)
@@ -337,12 +359,12 @@ def main(argv: list[str]) -> int:
         rows.append((cell, core, ok_u, why_u, ok_l, why_l, time.monotonic() - t))
         print(f"{cell.name}: unit {'pass' if ok_u else 'FAIL'}, lab {'pass' if ok_l else 'FAIL'}", flush=True)
     print()
-    print("| cell | Python | ansible-core | kubernetes client | kubernetes.core | unit | lab check | time |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| cell | Python | ansible-core | kubernetes client | kubernetes.core | helm | unit | lab check | time |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for cell, core, ok_u, why_u, ok_l, why_l, took in rows:
         u = f"pass ({why_u})" if ok_u else "FAIL"
         ln = f"pass ({why_l})" if ok_l else "FAIL"
-        versions = f"{cell.python} | {cell.ansible_core} | {cell.kubernetes} | {core}"
+        versions = f"{cell.python} | {cell.ansible_core} | {cell.kubernetes} | {core} | {cell.helm.lstrip('v')}"
         print(f"| {cell.name} | {versions} | {u} | {ln} | {took:.0f} s |")
     if os.environ.get("GANGSCHED_LAB_REUSE") != "1":
         lab.down(log=lambda *_: None)

@@ -29,7 +29,9 @@ description:
   - An object of O(objects) is written as YAML with sorted keys, an indent of 2 and no folding of long strings,
     which the C and the pure-Python emitters of PyYAML write alike (the C one is used when present).
   - A document of O(documents) or of the chart's output is written as it came, its own lines (comments between
-    them included; a comment before it, such as the Source line Helm writes, left out). A CRD file's document is
+    them included; a comment before it, such as the Source line Helm writes, left out; the blank lines that end it
+    left out too, which Helm 4's C(helm template) keeps and Helm 3's trimmed, so that either writes the same files,
+    unless its last value is a block scalar that keeps them, C(|+) or C(>+)). A CRD file's document is
     upstream's text, and a review of a new version sees upstream's own diff. A document that does not stand alone
     as it came (a flow mapping, a root that does not start its line, a text with C(%) directives) is written as an
     object is. The same object given twice is written once, as given first.

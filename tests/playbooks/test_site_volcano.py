@@ -16,7 +16,8 @@ import tarball_check
 from ansible_run import kubectl, module, playbook
 from kubernetes import client as k
 
-from lab import kube, scenarios
+from lab import build, kube, scenarios
+from lab import versions as V
 
 pytestmark = pytest.mark.timeout(1500)
 BIN = Path(sys.executable).parent
@@ -332,6 +333,13 @@ def test_render_matches_the_cluster_and_applies(lab, tmp_path):
     again = playbook(lab, "render", gangsched_render_dir=str(out))
     assert again.rc == 0, again.failures()
     assert again.changed() == [], again.changed()
+    # and so does Helm 4's `helm template` (render-only mode needs no kubernetes.core support of it): a pipeline that
+    # moves to Helm 4 commits no change
+    helm4 = playbook(
+        lab, "render", gangsched_render_dir=str(out), gangsched_helm_binary=str(build.binary_path("helm", V.HELM4))
+    )
+    assert helm4.rc == 0, helm4.failures()
+    assert helm4.changed() == [], helm4.changed()
 
 
 # rights no gang component needs, whatever its install: RBAC escalation, impersonation, node deletion,

@@ -338,8 +338,16 @@ def _newest_scheduler_plugins() -> str:
 
 
 def _base(tmp_path, role: str, chart_version: str | None = None) -> dict:
-    """What the defaults leave to the user: scheduler-plugins' local chart (no repository publishes it) of the release
-    the run picks (``chart_version``, else the newest), the operators' CRD sources."""
+    """What the defaults leave to the user: helm (a stand-in that prints Helm 3's version, which every kubernetes.core
+    drives), scheduler-plugins' local chart (no repository publishes it) of the release the run picks
+    (``chart_version``, else the newest), the operators' CRD sources."""
+    helm = tmp_path / "helm"
+    helm.write_text("#!/bin/sh\nprintf v3.18.6\n")
+    helm.chmod(0o755)
+    return {"gangsched_helm_binary": str(helm), **_role_base(tmp_path, role, chart_version)}
+
+
+def _role_base(tmp_path, role: str, chart_version: str | None) -> dict:
     if role == "scheduler_plugins":
         chart = tmp_path / "chart"
         chart.mkdir(exist_ok=True)

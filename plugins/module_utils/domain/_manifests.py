@@ -89,10 +89,13 @@ class _Walk:
         self.events = yaml.parse(text, Loader=loader)
         self.tools = loader("")  # its resolver and constructor, for the head's plain values
         self.anchors: dict = {}
+        self.last_scalar = None  # the document's last scalar event so far
 
     def next(self):
         e = next(self.events)
-        if e.__class__ is yaml.AliasEvent:
+        if e.__class__ is yaml.ScalarEvent:
+            self.last_scalar = e
+        elif e.__class__ is yaml.AliasEvent:
             if e.anchor not in self.anchors:
                 raise yaml.composer.ComposerError(None, None, f"found undefined alias {e.anchor!r}", e.start_mark)
             return e
@@ -167,6 +170,17 @@ def _head(found: dict) -> dict | None:
     return {"kind": picked[0], "metadata": {"name": picked[1], "namespace": picked[2]}}
 
 
+def _trimmed(own: str, text: str, last) -> str:
+    """A document's own text ending in one line break: the blank lines after its last line left out (Helm 4's
+    ``helm template`` keeps those of its templates, Helm 3 trimmed them), unless its last scalar keeps its final line
+    breaks (a ``|+`` or ``>+`` block scalar), whose value they are."""
+    if last is not None and last.style in ("|", ">"):
+        indicator = text[last.start_mark.index : text.find("\n", last.start_mark.index)]
+        if "+" in indicator.split("#")[0]:
+            return own if own.endswith("\n") else own + "\n"
+    return own.rstrip(" \t\r\n") + "\n"
+
+
 def documents(text: str) -> list:
     """The documents of a YAML text, empty ones skipped, each a ``Verbatim`` when it is a block mapping that starts a
     line and names itself in plain values (the Kubernetes objects of upstream's files and of ``helm template``), else
@@ -184,14 +198,14 @@ def documents(text: str) -> list:
         for e in walk.events:
             if e.__class__ is not yaml.DocumentStartEvent:
                 continue
-            walk.anchors, doc = {}, doc + 1
+            walk.anchors, walk.last_scalar, doc = {}, None, doc + 1
             root = walk.next()
             if root.__class__ is yaml.MappingStartEvent and not root.flow_style and root.start_mark.column == 0:
                 found, end = walk.mapping(_HEAD)
                 head = _head(found)
                 if head is not None:
                     own = text[root.start_mark.index : end.end_mark.index]
-                    out.append(Verbatim(head, own if own.endswith("\n") else own + "\n"))
+                    out.append(Verbatim(head, _trimmed(own, text, walk.last_scalar)))
                     continue
             else:
                 walk.skip(root)

@@ -79,6 +79,37 @@ def test_the_last_document_without_a_final_newline_gets_one(loader):
     assert doc.text == "kind: Namespace\nmetadata:\n  name: gang\n"
 
 
+# Helm 4's `helm template` keeps the blank lines its templates end with (Helm 3 trimmed them): the same chart's files
+# are the same with either
+HELM4 = HELM.replace("  namespace: gang\n---", "  namespace: gang\n\n  \n---").replace(
+    "# a comment kept\n", "# a comment kept\n\n\n"
+)
+
+
+def test_blank_lines_that_end_a_document_are_left_out(loader):
+    assert HELM4 != HELM
+    assert [d.text for d in _manifests.documents(HELM4)] == [d.text for d in _manifests.documents(HELM)]
+    (doc,) = _manifests.documents("kind: Namespace\nmetadata:\n  name: gang   \n\n\n")
+    assert doc.text == "kind: Namespace\nmetadata:\n  name: gang\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        pytest.param("data:\n  a: |+\n    kept\n\n\n", True, id="literal, keep"),
+        pytest.param("data:\n  a: >+2 # keep\n    kept\n\n", True, id="folded, keep, indent and comment"),
+        pytest.param("data:\n  a: |\n    clipped\n\n\n", False, id="literal, clip"),
+        pytest.param("data:\n  a: |-\n    stripped\n\n", False, id="literal, strip"),
+        pytest.param("data:\n  a: |+\n    kept\n  b: after\n\n", False, id="keep, not last"),
+    ],
+)
+def test_a_last_block_scalar_that_keeps_its_line_breaks_keeps_them(loader, text, kept):
+    text = "kind: ConfigMap\nmetadata:\n  name: c\n" + text
+    doc, _ = _manifests.documents(text + "---\nkind: Namespace\nmetadata:\n  name: n\n")
+    assert doc.text == (text if kept else text.rstrip("\n") + "\n")
+    assert yaml.safe_load(doc.text) == yaml.safe_load(text)
+
+
 @pytest.mark.parametrize(
     "text",
     [
