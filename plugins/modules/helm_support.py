@@ -105,7 +105,7 @@ import subprocess
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._module_main import execute
 
 # the first kubernetes.core release whose Helm modules drive Helm 4 (its changelog: "Helm v4 compatibility across the
-# Helm modules"); earlier ones pass Helm 3's flags, or (5.4 and 6.3) refuse any helm from 4.0.0 on
+# Helm modules"); earlier ones pass Helm 3's flags, or (6.3.0, and 5.x with its backport) refuse any helm from 4.0.0 on
 HELM4_FROM = (6, 4, 0)
 UPGRADE = "ansible-galaxy collection install 'kubernetes.core>=6.4.0,<7.0.0'"
 
