@@ -130,10 +130,11 @@ tarball: venv ## ansible-galaxy collection build: no developer file in it, insta
 changelog: venv ## changelogs/changelog.yaml and CHANGELOG.rst from the fragments, for galaxy.yml's version
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/antsibull-changelog release --reload-plugins
 
-bench: build collection ## prints the lab's figures, then the collection's (site.yml, smoke test, gang_info at 1,000 and at 5,000 nodes, each path's verdict after its scheduler's decision)
+bench: build collection ## prints the lab's figures, then the collection's (site.yml, smoke test, gang_info at 1,000 and at 5,000 nodes, each path's verdict after its scheduler's decision, drift on a cluster a round trip away)
 	$(PY) bench/lab_figures.py
 	$(PY) bench/gang_figures.py
 	$(PY) bench/gang_figures.py --only-gang-info --nodes 5000 --pods 50000
+	$(PY) bench/far_figures.py
 	$(PY) bench/verdict_figures.py
 
 clean: down

@@ -24,6 +24,9 @@ description:
     release's Secret (Helm's default storage) in one read. A release stored elsewhere counts as not installed.
   - Made to skip an apply that would change nothing, for example a C(kubernetes.core.k8s) task run only when RV(drifted)
     is not empty. The apply itself stays with that module.
+  - The objects are asked about eight at a time (each a read and a dry run, each bounded by O(api_timeout)), so that
+    on a cluster a round trip away N objects take about N / 8 pairs of round trips. The first failure in the order of
+    O(definition) fails the task, and the objects not asked yet are not asked.
   - Reads and dry runs only; never changes anything, so C(changed) is always false.
 author:
   - gangsched.kubeflow maintainers (@gangsched)

@@ -1,7 +1,8 @@
 """The drift module on the lab: objects applied by kubectl (client-side, so with a last-applied annotation) read as
 the same; a field changed behind their back, a missing object and a kind no API serves read as drifted, each with why;
 only reads and dry runs reach the API server (its audit log shows no write). A Helm release installed by the lab's
-helm reads as the same with its values and chart, and as drifted with other values or another chart version."""
+helm reads as the same with its values and chart, and as drifted with other values or another chart version. On a
+cluster a round trip away (the lab behind lab.latency's forwarder) the objects are asked about together."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 from ansible_run import kubectl, run_module
 
 from lab import kube
+from lab.latency import LatencyProxy
 
 
 def cm(namespace: str, name: str, **data) -> dict:
@@ -67,6 +69,24 @@ def test_objects_as_applied_then_changed_behind_their_back(lab, namespace):
         f"patch /api/v1/namespaces/{namespace}/configmaps/a",
         f"patch /api/v1/namespaces/{namespace}/configmaps/b",
     ]
+
+
+def test_objects_are_asked_about_together_on_a_cluster_far_away(lab, namespace, tmp_path):
+    """Through a forwarder that holds each chunk drift sends for 0.1 s: its reads and dry runs of 16 objects go out on
+    several connections at once (one object at a time keeps one connection), and it says what it says without the
+    forwarder, object by object in the order given."""
+    objs = [cm(namespace, f"c{i:02d}", k=str(i)) for i in range(16)]
+    kube.apply(lab, objs[:12])
+    changed = cm(namespace, "c05", k="other")
+    asked = [*objs[:5], changed, *objs[6:]]
+    near = run_module(lab, "drift", {"definition": asked})
+    assert near.get("failed") is not True, near.get("msg")
+    assert [d["object"] for d in near["drifted"]] == [f"ConfigMap {namespace}/c{i:02d}" for i in (5, 12, 13, 14, 15)]
+    with LatencyProxy(lab.state()["ports"]["apiserver"], 0.1) as far:
+        res = run_module(lab, "drift", {"definition": asked, "kubeconfig": str(far.kubeconfig(lab, tmp_path / "far"))})
+    assert res.get("failed") is not True, res.get("msg")
+    assert (res["drifted"], res["same"], res["diff"]) == (near["drifted"], near["same"], near["diff"])
+    assert far.most >= 4, f"at most {far.most} connection(s) open at once, of {far.accepted}"
 
 
 def test_bad_input_fails_naming_it_before_any_request(lab, namespace):

@@ -260,3 +260,83 @@ def test_an_empty_annotations_map_as_kubectl_records_it_is_no_drift():
     assert run(server, definition=[WANT], last_applied=True)["drifted"] == []
     noted = {**WANT, "metadata": {**WANT["metadata"], "annotations": {"team": "ml"}}}
     assert run(server, definition=[noted], last_applied=True)["drifted"] != []
+
+
+def _many(n: int) -> tuple[dict, list[dict]]:
+    held, wanted = {}, []
+    for i in range(n):
+        want = {**WANT, "metadata": {"name": f"c{i:02d}", "namespace": "ns"}}
+        wanted.append(want)
+        if i % 3:  # every third one missing
+            held[f"/api/v1/namespaces/ns/configmaps/c{i:02d}"] = {**cm({"a": "1"}), "metadata": {"name": f"c{i:02d}"}}
+    return held, wanted
+
+
+def test_objects_asked_together_are_reported_in_the_order_given():
+    import random
+    import time
+
+    class Slow(Server):  # answers in another order than asked
+        def get_or_none(self, path, what=""):
+            time.sleep(random.uniform(0, 0.01))
+            return super().get_or_none(path, what)
+
+    held, wanted = _many(30)
+    res = run(Slow(held), definition=wanted)
+    assert [d["object"] for d in res["drifted"]] == [f"ConfigMap ns/c{i:02d}" for i in range(0, 30, 3)]
+    assert res["same"] == [f"ConfigMap ns/c{i:02d}" for i in range(30) if i % 3]
+    assert res == run(Server(held), definition=wanted)
+
+
+def test_the_first_failure_in_order_is_raised_and_the_rest_not_asked():
+    import threading
+
+    release = threading.Event()
+
+    class Failing(Server):
+        def get_or_none(self, path, what=""):
+            if path.endswith("/c00"):
+                self.calls.append(("GET", path))
+                raise ApiError("Failed to reach the API server: it did not answer within 3s (api_timeout)", 0)
+            if path.startswith("/api/v1/namespaces/"):
+                release.wait(5)  # the others still waiting when the first fails
+            return super().get_or_none(path, what)
+
+    held, wanted = _many(40)
+    server = Failing(held)
+    threading.Timer(0.3, release.set).start()
+    with pytest.raises(ApiError) as e:
+        run(server, definition=wanted)
+    assert e.value.msg == "ConfigMap ns/c00: Failed to reach the API server: it did not answer within 3s (api_timeout)"
+    asked = {c[1] for c in server.calls if c[0] == "GET" and c[1].startswith("/api/v1/namespaces/")}
+    assert len(asked) <= 2 * _drift.WORKERS, sorted(asked)
+
+
+def test_no_more_objects_at_once_than_the_client_keeps_connections():
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    class Counting(Server):
+        def __init__(self, held, pool):
+            super().__init__(held)
+            self.api = SimpleNamespace(
+                client=SimpleNamespace(configuration=SimpleNamespace(connection_pool_maxsize=pool))
+            )
+            self.now = self.most = 0
+            self.lock = threading.Lock()
+
+        def get_or_none(self, path, what=""):
+            with self.lock:
+                self.now += 1
+                self.most = max(self.most, self.now)
+            time.sleep(0.1)
+            with self.lock:
+                self.now -= 1
+            return super().get_or_none(path, what)
+
+    held, wanted = _many(24)
+    for pool, most in ((3, 3), (64, _drift.WORKERS)):
+        server = Counting(held, pool)
+        run(server, definition=wanted)
+        assert 2 <= server.most <= most and (pool == 3 or server.most > 3), (pool, server.most)
