@@ -17,7 +17,8 @@ description:
   - The rules come from a table per component and gang scheduler (PodGroups in the scheduler's API group,
     C(podgroups/status), queues, csinodes, volumeattachments and so on), never C('*'/'*'/'*').
   - With O(verify=true), every required (verb, API group, resource) is checked with a SubjectAccessReview
-    as the ServiceAccount before and after, returned as RV(missing_before) and RV(missing_after).
+    as the ServiceAccount before and after, returned as RV(missing_before) and RV(missing_after). The reviews are sent
+    eight at a time, each bounded by O(api_timeout).
   - A wildcard in O(extra_rules) is refused unless O(allow_wildcard=true), and then warned about.
 author:
   - gangsched.kubeflow maintainers (@gangsched)

@@ -7,9 +7,8 @@ asked of the API server as `kubectl diff` asks it: each object is read, then sen
 ``last_applied``, an object is also counted as drifted when its last-applied annotation is not the definition (what a
 client-side apply compares to remove fields). A Helm release drifted when its last revision is not deployed, or is of
 another chart name, version or appVersion, or other values: the check kubernetes.core.helm makes without the helm-diff
-plugin, read from the release's Secret. Reads and dry runs only. The objects are asked about a few at a time
-(``WORKERS`` threads, each request as bounded as before): on a cluster a round trip away, N objects take about N / 8
-pairs of round trips instead of N. Not a public API."""
+plugin, read from the release's Secret. Reads and dry runs only. The objects are asked about together (``_together``).
+Not a public API."""
 
 from __future__ import annotations
 
@@ -17,11 +16,11 @@ import base64
 import binascii
 import gzip
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._charts import chart_meta
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _together
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # its own manager: a dry run stores nothing, and no field of a real apply is ever under this name
@@ -31,8 +30,6 @@ FIELD_MANAGER = "gangsched.kubeflow-drift"
 REFUSED = (400, 409, 415, 422, 500)
 # what the server changes on every write, whatever the content
 _VOLATILE = ("managedFields", "resourceVersion", "generation")
-# objects asked about at once: each is a read and a dry run; the kubernetes client's connection pool holds more
-WORKERS = 8
 
 
 def _label(obj: dict) -> str:
@@ -203,15 +200,6 @@ def _yaml(obj) -> str:
     return yaml.safe_dump(obj, sort_keys=True, default_flow_style=False) if obj is not None else ""
 
 
-def _pool_size(client) -> int:
-    """How many connections the kubernetes client keeps (its configuration's ``connection_pool_maxsize``, five per CPU
-    by default): no more objects are asked about at once, or urllib3 would open and drop connections, warning each time.
-    """
-    config = getattr(getattr(getattr(client, "api", None), "client", None), "configuration", None)
-    size = getattr(config, "connection_pool_maxsize", None)
-    return size if isinstance(size, int) and size > 0 else WORKERS
-
-
 def run(client, params: dict, check_mode: bool, warn) -> dict:
     definitions = params["definition"] or []
     bad = check(definitions)
@@ -235,21 +223,11 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     def ask(obj):
         return named(obj, lambda o: why(client, resources, o, params["last_applied"]))
 
-    if len(definitions) > 1:
-        # each group version's discovery first, one at a time, named after the first object that needs it (as one
-        # object at a time would read it); the threads then only read the memo
-        for obj in definitions:
-            named(obj, resources.path)
-        # the first failure in the objects' order is raised, as one at a time would raise it, and the objects not
-        # asked yet are not asked: against an API server that stops answering the task ends within about one
-        # api_timeout
-        pool = ThreadPoolExecutor(max_workers=min(WORKERS, len(definitions), _pool_size(client)))
-        try:
-            answers = [f.result() for f in [pool.submit(ask, obj) for obj in definitions]]
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-    else:
-        answers = [ask(obj) for obj in definitions]
+    # each group version's discovery first, one at a time, named after the first object that needs it (as one object
+    # at a time would read it); the objects' threads then only read the memo
+    for obj in definitions:
+        named(obj, resources.path)
+    answers = _together.each(client, ask, definitions)
     for obj, (reason, was, would) in zip(definitions, answers, strict=True):
         if reason:
             drifted.append({"object": _label(obj), "why": reason})

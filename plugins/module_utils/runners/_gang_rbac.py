@@ -10,7 +10,7 @@ import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _operators, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 VERIFY_SECONDS = 15  # the authorizer's RBAC cache follows a change within a second or two
@@ -111,7 +111,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
             raise GangError(f"{msg}: install the component first, or set service_account to the one its pods run as")
         warn(msg)
 
-    missing_before = [c for c in needed if not _service.allowed(client, ns, sa, c)] if verify else None
+    missing_before = _missing(client, ns, sa, needed) if verify else None
 
     role_path, bind_path = _api.path("ClusterRole", name=name), _api.path("ClusterRoleBinding", name=name)
     role = client.get_or_none(role_path, f"ClusterRole {name}")
@@ -186,11 +186,17 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     }
 
 
+def _missing(client, ns: str, sa: str, needed) -> list:
+    """The checks of ``needed`` the ServiceAccount is not allowed, one SubjectAccessReview each, sent together."""
+    allowed = _together.each(client, lambda c: _service.allowed(client, ns, sa, c), needed)
+    return [c for c, ok in zip(needed, allowed, strict=True) if not ok]
+
+
 def _settle(client, ns: str, sa: str, needed, done, clock=time.monotonic) -> list:
     """SubjectAccessReviews until ``done(missing)`` or VERIFY_SECONDS passed (RBAC cache lag)."""
     deadline = clock() + VERIFY_SECONDS
     while True:
-        missing = [c for c in needed if not _service.allowed(client, ns, sa, c)]
+        missing = _missing(client, ns, sa, needed)
         if done(missing) or clock() > deadline:
             return missing
         time.sleep(0.5)

@@ -13,6 +13,7 @@ import tarfile
 
 import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _drift
 
 DISCOVERY = {
@@ -309,7 +310,7 @@ def test_the_first_failure_in_order_is_raised_and_the_rest_not_asked():
         run(server, definition=wanted)
     assert e.value.msg == "ConfigMap ns/c00: Failed to reach the API server: it did not answer within 3s (api_timeout)"
     asked = {c[1] for c in server.calls if c[0] == "GET" and c[1].startswith("/api/v1/namespaces/")}
-    assert len(asked) <= 2 * _drift.WORKERS, sorted(asked)
+    assert len(asked) <= 2 * _together.WORKERS, sorted(asked)
 
 
 def test_no_more_objects_at_once_than_the_client_keeps_connections():
@@ -336,7 +337,7 @@ def test_no_more_objects_at_once_than_the_client_keeps_connections():
             return super().get_or_none(path, what)
 
     held, wanted = _many(24)
-    for pool, most in ((3, 3), (64, _drift.WORKERS)):
+    for pool, most in ((3, 3), (64, _together.WORKERS)):
         server = Counting(held, pool)
         run(server, definition=wanted)
         assert 2 <= server.most <= most and (pool == 3 or server.most > 3), (pool, server.most)
