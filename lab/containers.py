@@ -42,12 +42,17 @@ class PodSetupError(Exception):
 
 
 class Forwarder:
-    """Accepts connections on listeners inside a pod's network namespace; pipes them to the host."""
+    """Accepts connections on a listener (inside a pod's network namespace, or lab.latency's on the host); pipes them
+    to a port on the host. ``delay``: seconds each chunk the accepted side sends is held before it is passed on (0
+    for a pod's). Counts the connections open at once (``most``)."""
 
-    def __init__(self, listener: socket.socket, target_port: int):
+    def __init__(self, listener: socket.socket, target_port: int, delay: float = 0.0):
         self.listener = listener
         self.target = ("127.0.0.1", target_port)
+        self.delay = float(delay)
         self.closed = False
+        self.open = self.most = self.accepted = 0
+        self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -62,16 +67,22 @@ class Forwarder:
             except OSError:
                 conn.close()
                 continue
-            for a, b in ((conn, up), (up, conn)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            with self._lock:
+                self.accepted += 1
+                self.open += 1
+                self.most = max(self.most, self.open)
+            ended = threading.Event()
+            for a, b, delay in ((conn, up, self.delay), (up, conn, 0.0)):
+                threading.Thread(target=self._pump, args=(a, b, delay, ended), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, delay: float, ended: threading.Event) -> None:
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
+                if delay:
+                    time.sleep(delay)
                 dst.sendall(data)
         except OSError:
             pass
@@ -82,6 +93,10 @@ class Forwarder:
                 except OSError:
                     pass
                 s.close()
+            with self._lock:
+                if not ended.is_set():
+                    ended.set()
+                    self.open -= 1
 
     def close(self) -> None:
         self.closed = True
