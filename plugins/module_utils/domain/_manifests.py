@@ -175,7 +175,8 @@ def _trimmed(own: str, text: str, last) -> str:
     ``helm template`` keeps those of its templates, Helm 3 trimmed them), unless its last scalar keeps its final line
     breaks (a ``|+`` or ``>+`` block scalar), whose value they are."""
     if last is not None and last.style in ("|", ">"):
-        indicator = text[last.start_mark.index : text.find("\n", last.start_mark.index)]
+        end = text.find("\n", last.start_mark.index)
+        indicator = text[last.start_mark.index : end if end >= 0 else len(text)]
         if "+" in indicator.split("#")[0]:
             return own if own.endswith("\n") else own + "\n"
     return own.rstrip(" \t\r\n") + "\n"
