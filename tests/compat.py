@@ -228,8 +228,8 @@ def lab_check(venv: Path, lab) -> tuple[bool, str]:
 def roles_check(venv: Path, lab, helm: str = V.HELM) -> tuple[bool, str]:
     """site.yml --skip-tags smoke by the cell's ansible-playbook on ``lab``, twice; the second run must change
     nothing and start no kubernetes.core.k8s or helm task. With another ``helm`` than the lab's, the roles run that
-    release's binary, and the first run writes both chart releases through it: values that name it make them differ
-    from what the cell before applied (Helm 3 releases upgraded in place), or the lab is fresh (installed)."""
+    release's binary, and the first run writes both chart releases through it: values that name it and the run make
+    them differ from what was applied before (Helm 3's releases upgraded in place), or the lab is fresh (installed)."""
     env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
@@ -241,7 +241,8 @@ def roles_check(venv: Path, lab, helm: str = V.HELM) -> tuple[bool, str]:
     cmd = [venv / "bin/ansible-playbook", "-i", REPO / "inventories/lab", REPO / "playbooks/site.yml"]
     cmd += ["--skip-tags", "smoke"]
     if helm != V.HELM:
-        marker = {"gangschedCompatHelm": helm}
+        # this run's own (a lab kept up from a run before holds that run's), so that Helm writes both releases
+        marker = {"gangschedCompatHelm": f"{helm} {time.time_ns()}"}
         values = {"gangsched_helm_binary": str(lab_build.binary_path("helm", helm))}
         values |= {"gpu_device_plugin_values": marker, "volcano_values": marker}
         cmd += ["-e", json.dumps(values)]
