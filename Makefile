@@ -127,10 +127,10 @@ lint: venv ## ruff, ansible-doc must render every module, ansible-lint (producti
 tarball: venv ## ansible-galaxy collection build: no developer file in it, installs offline, ansible-doc works from the install
 	$(VENV)/bin/python tests/tarball_check.py
 
-changelog: venv ## changelogs/changelog.yaml and CHANGELOG.rst from the fragments, for galaxy.yml's version
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/antsibull-changelog release --reload-plugins
+changelog: venv ## changelogs/changelog.yaml and CHANGELOG.rst from the fragments (edited ones too), for galaxy.yml's version
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/antsibull-changelog release --reload-plugins --refresh-fragments without-archives
 
-bench: build collection ## prints the lab's figures, then the collection's (site.yml, smoke test, gang_info at 1,000 and at 5,000 nodes, each path's verdict after its scheduler's decision, drift on a cluster a round trip away)
+bench: build collection ## prints the lab's figures, then the collection's (site.yml, smoke test, gang_info at 1,000 and at 5,000 nodes, each path's verdict after its scheduler's decision, drift and the converge on a cluster a round trip away)
 	$(PY) bench/lab_figures.py
 	$(PY) bench/gang_figures.py
 	$(PY) bench/gang_figures.py --only-gang-info --nodes 5000 --pods 50000

@@ -6,7 +6,13 @@ start of each process alone (drift refused on its options before any request; `k
 of --runs runs, in turn. With --baseline DIR, also the drift of the checkout in DIR (e.g. `git worktree add DIR <rev>`,
 then `make collection` there). Not a test: it asserts nothing.
 
-    python bench/far_figures.py [--delay 0.05] [--objects 40] [--runs 3] [--baseline DIR]
+Then the converge on that cluster: site.yml (Volcano) installed without the forwarder, then its converged re-run
+(`--skip-tags smoke`, `gangsched_kubeconfig` the forwarder's) and render.yml (the same) next to their floor in the
+same run: `kubectl apply
+--server-side` through the forwarder of what render.yml writes, one call per component directory (as
+bench/gang_figures.py's floor, there without the forwarder). With --baseline, the baseline's re-run too, in turn.
+
+    python bench/far_figures.py [--delay 0.05] [--objects 40] [--runs 3] [--baseline DIR] [--no-converge]
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -52,15 +59,74 @@ def _timed(cmd: list[str], env: dict, ok=(0,)) -> float:
     return took
 
 
+def _playbook(name: str, env: dict, *extra: str) -> tuple[float, str]:
+    """(wall s, the recap's changed= counts) of ``gangsched.kubeflow.<name>`` on the lab inventory."""
+    cmd = [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventories/lab"), f"gangsched.kubeflow.{name}", *extra]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
+    took = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit(f"{name}.yml failed (rc {p.returncode}):\n{p.stdout[-3000:]}")
+    return took, ",".join(re.findall(r"changed=(\d+)", p.stdout))
+
+
+def converge_figures(lab: Lab, env: dict, far_config: Path, tmp: Path, runs: int, baseline: Path | None) -> None:
+    """The converged re-run through the forwarder next to the apply floor through it (see the module's text)."""
+    env = {**env, "GANGSCHED_LAB_DIR": str(lab.root)}
+    took, changed = _playbook("site", env, "--skip-tags", "smoke")
+    print(
+        f"site.yml --skip-tags smoke on the lab, without the forwarder (the install): {took:.1f} s, changed={changed}"
+    )
+    rendered = tmp / "rendered"
+    _playbook("render", env, "-e", f"gangsched_render_dir={rendered}")
+    dirs = sorted(d for d in rendered.iterdir() if d.is_dir() and d.name != "host-files")
+    # Helm hooks (the Volcano chart's admission-init Job, removed by Helm once done) are left out, as in the tests
+    files = [[f for f in sorted(d.glob("*.yaml")) if "helm.sh/hook" not in f.read_text()] for d in dirs]
+    kubectl = str(build.binary_path("kubectl"))
+    far = ["-e", f"gangsched_kubeconfig={far_config}", "--skip-tags", "smoke"]
+    collections = {"site.yml re-run": env}
+    if baseline:
+        collections[f"site.yml re-run ({baseline})"] = {
+            **env,
+            "ANSIBLE_COLLECTIONS_PATH": str(baseline / ".collections"),
+        }
+    times: dict[str, list[float]] = {}
+    recaps: dict[str, set] = {}
+    for i in range(runs):
+        for name, e in collections.items():
+            took, changed = _playbook("site", e, *far)
+            times.setdefault(name, []).append(took)
+            recaps.setdefault(name, set()).add(changed)
+        again = ["-e", f"gangsched_kubeconfig={far_config}", "-e", f"gangsched_render_dir={tmp / f'rendered-{i}'}"]
+        times.setdefault("render.yml", []).append(_playbook("render", env, *again)[0])
+        t0 = time.monotonic()
+        for group in files:
+            cmd = [kubectl, f"--kubeconfig={far_config}", "apply", "--server-side", "--force-conflicts"]
+            _timed([*cmd, *[a for f in group for a in ("-f", str(f))]], env)
+        times.setdefault("kubectl apply --server-side (the floor)", []).append(time.monotonic() - t0)
+    floor = statistics.median(times["kubectl apply --server-side (the floor)"])
+    print(
+        f"the converged re-run through the forwarder, next to `kubectl apply --server-side` through it of the "
+        f"{sum(map(len, files))} objects render.yml writes; medians of {runs} runs in turn:"
+    )
+    for name, values in times.items():
+        med = statistics.median(values)
+        changed = f", changed={'/'.join(sorted(recaps[name]))}" if name in recaps else ""
+        print(
+            f"  {name}: {med:.2f} s = {med / floor:.2f}x the floor ({', '.join(f'{v:.2f}' for v in values)}{changed})"
+        )
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--delay", type=float, default=0.05)
     ap.add_argument("--objects", type=int, default=40)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--baseline", type=Path, help="another checkout, its collection built (make collection)")
+    ap.add_argument("--no-converge", action="store_true", help="drift's figures only, not the converge's")
     args = ap.parse_args(argv)
     lab = Lab(Path(tempfile.mkdtemp(prefix="far-bench-")))
-    lab.up(gpu_nodes=1, log=lambda *_: None)
+    lab.up(log=lambda *_: None)  # the GPU nodes the lab inventory expects (4), for the converge
     tmp = Path(tempfile.mkdtemp(prefix="far-bench-files-"))
     try:
         kube.kubectl(lab, "create", "namespace", NS)
@@ -109,6 +175,9 @@ def main(argv: list[str]) -> int:
                 f" (the floor, {floor:.2f} s)"
             )
         print(f"  connections open at once through the forwarder, at most: {connections}")
+        if not args.no_converge:
+            with LatencyProxy(lab.state()["ports"]["apiserver"], args.delay) as far:
+                converge_figures(lab, env, far.kubeconfig(lab, tmp / "far"), tmp, args.runs, args.baseline)
     finally:
         lab.down(log=lambda *_: None)
     return 0

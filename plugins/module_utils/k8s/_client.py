@@ -13,9 +13,16 @@ import json
 import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, NotFound
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _connect, _errors, _stream
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _connect, _errors, _stream, _together
 
 _VERBS = {"GET": "read", "POST": "create", "PUT": "replace", "PATCH": "patch", "DELETE": "delete"}
+
+
+def list_query(**query) -> dict:
+    """The query of a list call's first page: the options given (None left out), 500 items a page unless given."""
+    q = {k: v for k, v in query.items() if v is not None}
+    q.setdefault("limit", 500)
+    return q
 
 
 class Client:
@@ -32,6 +39,8 @@ class Client:
         self.context = context
         self.timeout = float(timeout)
         self.retry_for = float(timeout)
+        # reads asked for ahead (``_together.ahead``), by ``_together.read_key``: a get of one takes its answer
+        self.early: dict = {}
 
     @classmethod
     def from_params(cls, params: dict) -> Client:
@@ -138,6 +147,9 @@ class Client:
         )
 
     def get(self, path: str, what: str = "", query: dict | None = None, retry_for: float | None = None) -> dict:
+        early = self.early.pop(_together.read_key(path, what, query), None) if self.early else None
+        if early is not None:
+            return early.result()
         return self.request("GET", path, query=query, what=what, retry_for=retry_for)
 
     def get_or_none(self, path: str, what: str = "") -> dict | None:
@@ -149,8 +161,7 @@ class Client:
     def list(self, path: str, what: str = "", **query) -> list[dict]:
         """All items of a list call, following continue tokens."""
         items: list[dict] = []
-        q = {k: v for k, v in query.items() if v is not None}
-        q.setdefault("limit", 500)
+        q = list_query(**query)
         while True:
             data = self.get(path, what, q)
             items.extend(data.get("items") or [])

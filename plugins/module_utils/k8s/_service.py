@@ -40,9 +40,15 @@ def conflict_attempts(what: str, advice: str = ""):
 
 
 # ---- objects ----------------------------------------------------------------------------------------
+def deployment_read(ns: str, name: str) -> tuple[str, str, None]:
+    """The read of Deployment ``ns/name``: (path, what, query), as ``get_deployment`` makes it."""
+    return _api.path("Deployment", ns, name), f"Deployment {ns}/{name}", None
+
+
 def get_deployment(client, ns: str, name: str, hint: str = "") -> dict:
+    path, what, _query = deployment_read(ns, name)
     try:
-        return client.get(_api.path("Deployment", ns, name), what=f"Deployment {ns}/{name}")
+        return client.get(path, what=what)
     except NotFound as e:
         raise GangError(f"Deployment {ns}/{name} not found{hint}") from e
 
@@ -78,8 +84,14 @@ def patch_deployment_container(
     )
 
 
+def crd_read(name: str) -> tuple[str, str, None]:
+    """The read of CRD ``name``: (path, what, query), as ``crd`` makes it and ``_together.ahead`` asks for it."""
+    return _api.path("CustomResourceDefinition", name=name), f"CustomResourceDefinition {name}", None
+
+
 def crd(client, name: str) -> dict | None:
-    return client.get_or_none(_api.path("CustomResourceDefinition", name=name), what=f"CustomResourceDefinition {name}")
+    path, what, _query = crd_read(name)
+    return client.get_or_none(path, what=what)
 
 
 def crd_established(obj: dict | None) -> bool:
@@ -89,11 +101,16 @@ def crd_established(obj: dict | None) -> bool:
     return False
 
 
+def group_read(group: str) -> tuple[str, str, None]:
+    """The read of API group ``group``'s discovery: (path, what, query), as ``served_versions`` makes it."""
+    return f"/apis/{group}", f"the API group {group}", None
+
+
 def served_versions(client, group: str, resources: tuple = ()) -> list[str]:
     """The versions of API ``group`` the API server serves (discovery, open to every user), each only when it
     serves all of ``resources``; [] when the group is not served."""
     try:
-        found = client.get(f"/apis/{group}", what=f"the API group {group}") or {}
+        found = client.get(*group_read(group)[:2]) or {}
     except NotFound:
         return []
     out = []
@@ -143,9 +160,13 @@ def mpijob_clash(client, operator: str, container: dict) -> str | None:
 
 
 # ---- discovery: the reads; _component_discovery classifies -------------------------------------------------------
+# every Deployment's list: (path, what)
+DEPLOYMENTS = (_api.path("Deployment"), "Deployments (all namespaces)")
+
+
 def list_deployments(client) -> list[dict]:
     """Every Deployment in the cluster: the one list discovery classifies."""
-    return client.list(_api.path("Deployment"), what="Deployments (all namespaces)")
+    return client.list(*DEPLOYMENTS)
 
 
 def find_schedulers(client, deployments: list[dict] | None = None) -> list[dict]:

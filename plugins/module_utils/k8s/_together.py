@@ -1,11 +1,18 @@
 # Copyright: gangsched.kubeflow contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Private to this collection: independent API calls sent together. ``each(client, ask, items)`` is
-``[ask(item) for item in items]``, asked ``WORKERS`` at a time on threads (each call as bounded by the module's
-``api_timeout`` as before): on a cluster a round trip away, N calls take about N / 8 round trips instead of N. The
-answers come in the items' order; the first failure in that order is raised, as one at a time would raise it, and
-the items not asked yet when it comes are not asked. Not a public API."""
+"""Private to this collection: independent API calls sent together, on threads, each as bounded by the module's
+``api_timeout`` as before: on a cluster a round trip away, N calls take about N / 8 round trips instead of N.
+
+- ``each(client, ask, items)`` is ``[ask(item) for item in items]``, asked ``WORKERS`` at a time. The answers come in
+  the items' order; the first failure in that order is raised, as one at a time would raise it, and the items not
+  asked yet when it comes are not asked.
+- ``ahead(client, reads)``, a context manager: the reads (path, what, query) a runner is about to make are asked for at
+  once, while it goes on; the client's ``get`` of the same path, what and query then hands over the answer (or raises
+  the failure) of the read asked ahead, once, instead of asking again. A read asked ahead that the runner never makes
+  is dropped; ``unused`` names them once the block ends.
+
+Not a public API."""
 
 from __future__ import annotations
 
@@ -33,3 +40,38 @@ def each(client, ask, items) -> list:
         return [f.result() for f in [pool.submit(ask, item) for item in items]]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def read_key(path: str, what: str, query: dict | None) -> tuple:
+    """What makes two reads the same read: the path, the name messages give it, and the query."""
+    return (path, what, tuple(sorted((query or {}).items())))
+
+
+class ahead:  # noqa: N801  (used as a function: ``with ahead(client, reads):``)
+    """The ``reads`` (path, what, query), asked for on threads as the block starts; see the module's text. A client
+    without ``early`` (a stand-in of a unit test) asks each read when the runner makes it, as before."""
+
+    def __init__(self, client, reads):
+        self.client, self.reads, self.unused = client, list(reads), []
+        self._pool, self._keys = None, []
+
+    def __enter__(self):
+        early = getattr(self.client, "early", None)
+        if not isinstance(early, dict) or not self.reads:
+            return self
+        # the runner's own calls take a connection of the pool too
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(WORKERS, len(self.reads), pool_size(self.client) - 1)))
+        for path, what, query in self.reads:
+            key = read_key(path, what, query)
+            if key not in early:
+                early[key] = self._pool.submit(self.client.request, "GET", path, query=query, what=what)
+                self._keys.append(key)
+        return self
+
+    def __exit__(self, *exc):
+        if self._pool is None:
+            return False
+        early = self.client.early
+        self.unused = [key for key in self._keys if early.pop(key, None) is not None]
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        return False

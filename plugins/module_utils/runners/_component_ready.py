@@ -4,10 +4,12 @@
 """Private to this collection: what component_ready does — one read of each object a component
 brings (CRDs, Deployments, DaemonSets by name or by label, Services' endpoints, admission webhook configurations;
 namespaces, ServiceAccounts and Secrets, ready once they exist; the nodes' allocatable total of a resource), then, for
-those not ready yet, reads again once a second until they are or the timeout passes. Not a public API."""
+those not ready yet, reads again once a second until they are or the timeout passes. The reads of one round are sent
+together (``_together.each``). Not a public API."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
@@ -18,6 +20,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._readine
     endpoint_ready,
     established,
 )
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import rollout_complete
 
 
@@ -104,11 +107,13 @@ def _nodes(clock):
     """A read of every node that lists them again only once ``len(nodes) / 100`` seconds (1 s at least) have
     passed since its last list, else gives that list again: at most about 100 nodes a second, on any cluster."""
     last: dict = {}
+    lock = threading.Lock()  # the targets of one round are read together: one list serves them all
 
     def read(client):
-        if "at" not in last or clock() - last["at"] >= max(1.0, len(last["nodes"]) / 100):
-            last.update(at=clock(), nodes=client.list(_api.path("Node"), "the nodes"))
-        return last["nodes"]
+        with lock:
+            if "at" not in last or clock() - last["at"] >= max(1.0, len(last["nodes"]) / 100):
+                last.update(at=clock(), nodes=client.list(_api.path("Node"), "the nodes"))
+            return last["nodes"]
 
     return read
 
@@ -140,9 +145,9 @@ def targets(params: dict, clock=time.monotonic) -> list[tuple[str, object, objec
 def _read(client, todo, seen: dict):
     """(target, why not ready) of those in ``todo`` that are not ready now; ``seen`` gets each one's read, by label."""
     left = []
-    for target in todo:
-        label, read, ready = target
-        obj = seen[label] = read(client)
+    for target, obj in zip(todo, _together.each(client, lambda t: t[1](client), todo), strict=True):
+        label, _read, ready = target
+        seen[label] = obj
         why = "not found" if obj is None else ready(obj)
         if why:
             left.append((target, why))

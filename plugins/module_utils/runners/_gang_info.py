@@ -19,8 +19,9 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _podgroups,
     _readiness,
     _support,
+    _trainer_runtimes,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client, _service, _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native, _registry
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import (
     _gang_info_gangs,
@@ -37,6 +38,27 @@ DEVICE_PLUGIN_HELPERS = ("mps-control-daemon", "gpu-feature-discovery")
 # where a pod names its gang (the fold's; here for the callers that read it from this module)
 GANG_KEYS = _pod_facts.GANG_KEYS
 gang_key = _pod_facts.gang_key
+# the lists read whatever the cluster holds: (path, what)
+VERSION = ("/version", "the API server version")
+DAEMONSETS = (_api.path("DaemonSet"), "DaemonSets (all namespaces)")
+WEBHOOKS = {
+    kind: (_api.path(f"{kind}WebhookConfiguration"), f"{kind}WebhookConfigurations")
+    for kind in ("Validating", "Mutating")
+}
+
+
+def early_reads() -> list[tuple]:
+    """The reads ``gather`` makes on any cluster, whatever it finds, as (path, what, query): asked for at once as it
+    starts (``_together.ahead``), while it reads the nodes and the pods, instead of one after another."""
+    lists = [_service.DEPLOYMENTS, DAEMONSETS, *WEBHOOKS.values()]
+    events_path, events_what, events_query = _gang_info_gangs.EVENTS
+    return [
+        (*VERSION, None),
+        *[(path, what, _client.list_query()) for path, what in lists],
+        (events_path, events_what, _client.list_query(**events_query)),
+        *[_service.crd_read(name) for name in (*_podgroups.CRDS, _trainer_runtimes.TRAINJOB_CRD, _kueue_problems.CRD)],
+        _service.group_read(_native.GROUP),
+    ]
 
 
 def partial_gangs(pods: list[dict], now: float, threshold: float) -> list[dict]:
@@ -75,9 +97,8 @@ def webhooks_without_endpoints(client) -> list[dict]:
     """failurePolicy: Fail admission webhooks whose Service has no ready endpoint: every request they
     match is refused (a cluster-wide outage when they match pods)."""
     out, ready = [], {}
-    for kind in ("Validating", "Mutating"):
-        path = _api.path(f"{kind}WebhookConfiguration")
-        for cfg in client.list(path, what=f"{kind}WebhookConfigurations"):
+    for kind, (path, what) in WEBHOOKS.items():
+        for cfg in client.list(path, what=what):
             for w in cfg.get("webhooks") or []:
                 svc = (w.get("clientConfig") or {}).get("service")
                 if not svc or w.get("failurePolicy", "Fail") != "Fail":
@@ -226,7 +247,12 @@ def stalled_problems(
 
 def gather(client, params: dict, now: float) -> dict:
     _gang_info_job.check(params.get("job"))
-    version = client.get("/version", what="the API server version")
+    with _together.ahead(client, early_reads()):
+        return _gather(client, params, now)
+
+
+def _gather(client, params: dict, now: float) -> dict:
+    version = client.get(*VERSION)
     nodes = client.scan(_api.path("Node"), what="Nodes", keep=_capacity.slim_node)
     # one list of every Deployment, classified into schedulers, operators and Trainer's controllers
     deployments = _service.list_deployments(client)
@@ -252,7 +278,7 @@ def gather(client, params: dict, now: float) -> dict:
             }
     ops = operator_facts(client, _component_discovery.operators(deployments))
     plugins = []
-    for ds in client.list(_api.path("DaemonSet"), what="DaemonSets (all namespaces)"):
+    for ds in client.list(*DAEMONSETS):
         for c in ds["spec"]["template"]["spec"].get("containers") or []:
             kind = _images.image_kind(c.get("image", ""), DEVICE_PLUGIN_IMAGES)
             argv0 = ((c.get("command") or c.get("args") or [""])[0]).rsplit("/", 1)[-1]

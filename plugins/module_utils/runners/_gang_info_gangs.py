@@ -17,6 +17,8 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _r
 OWNER_READS = 20  # the owners of stale-looking PodGroups read in one run, at most
 EVENT_LISTS = 50  # the (kind, namespace) pairs whose objects are listed to tell the FailedCreate events still true
 EVENT_EXAMPLES = 3
+# the FailedCreate events' list: (path, what, query)
+EVENTS = (_api.path("Event"), "FailedCreate events", {"fieldSelector": "reason=FailedCreate"})
 
 
 def path_facts(client, schedulers: list[dict], kube_version: str | None, crds: dict | None, extra: dict) -> dict:
@@ -145,7 +147,7 @@ def event_problems(client) -> list[dict]:
     PodGroup is missing or its queue is not Open). The jobs' kind is listed once per namespace (EVENT_LISTS at most):
     the events of a job that is gone, or was made again, are not its problem any more."""
     try:
-        events = client.list(_api.path("Event"), what="FailedCreate events", fieldSelector="reason=FailedCreate")
+        events = client.list(EVENTS[0], what=EVENTS[1], **EVENTS[2])
     except Forbidden as e:
         return [
             {

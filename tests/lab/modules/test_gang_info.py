@@ -1,14 +1,21 @@
 """gang_info against the lab: facts equal in check mode; the seed's scheduler-name trap is reported
 and gone after operator_gang; a gang-less job stuck half-scheduled is reported as a partial gang with
-the GPUs it holds; bad inputs fail with a clear message."""
+the GPUs it holds; bad inputs fail with a clear message. On a cluster a round trip away (the lab behind lab.latency's
+forwarder) the reads it makes on any cluster go out together, every one of them used."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _together
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import Client
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info
 from ansible_run import comparable, run_module
 
 from lab import kube, scenarios
 from lab import versions as V
+from lab.latency import LatencyProxy
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +37,25 @@ def test_facts_are_read_only_and_equal_in_check_mode(volcano, sp):
     assert {k: v for k, v in comparable(check).items() if k not in drop} == {
         k: v for k, v in comparable(real).items() if k not in drop
     }
+
+
+def test_reads_go_out_together_on_a_cluster_far_away_and_each_is_used(volcano, tmp_path, monkeypatch):
+    """Through a forwarder that holds each chunk sent for 0.1 s, the module says what it says without it, with several
+    connections open at once; in process, every read asked ahead is one the runner makes (none sent for nothing)."""
+    near = run_module(volcano, "gang_info", {})
+    with LatencyProxy(volcano.state()["ports"]["apiserver"], 0.1) as far:
+        res = run_module(volcano, "gang_info", {"kubeconfig": str(far.kubeconfig(volcano, tmp_path / "far"))})
+    assert res.get("failed") is not True, res.get("msg")
+    drop = ("nodes", "gpus", "partial_gangs", "invocation")  # other tests' pods may come and go between the two calls
+    assert {k: v for k, v in res.items() if k not in drop} == {k: v for k, v in near.items() if k not in drop}
+    assert far.most >= 4, f"at most {far.most} connection(s) open at once, of {far.accepted}"
+
+    blocks, ahead = [], _together.ahead
+    monkeypatch.setattr(_together, "ahead", lambda *a: blocks.append(ahead(*a)) or blocks[-1])
+    client = Client.from_params({"kubeconfig": str(volcano.kubeconfig)})
+    _gang_info.gather(client, {"partial_threshold_seconds": 60}, time.time())
+    assert len(blocks) == 1 and len(blocks[0].reads) >= 10
+    assert blocks[0].unused == [], f"asked ahead, never read: {blocks[0].unused}"
 
 
 def test_seed_scheduler_name_trap_is_reported_then_fixed(volcano, sp):
