@@ -114,6 +114,7 @@ class Client:
             f"Failed to reach {_connect.api_named(self.server, self.context)} for {method} {path}: {why}", 0, why
         )
         err.refused = _errors.refused(e)
+        err.lasting = _errors.lasting(why)
         return err
 
     def _request_once(self, method, path, body, query, content_type, what, timeout, decode=None) -> dict:
@@ -149,7 +150,9 @@ class Client:
     def get(self, path: str, what: str = "", query: dict | None = None, retry_for: float | None = None) -> dict:
         early = self.early.pop(_together.read_key(path, what, query), None) if self.early else None
         if early is not None:
-            return early.result()
+            answer = early.result()
+            if answer is not _together.NOT_SENT:
+                return answer
         return self.request("GET", path, query=query, what=what, retry_for=retry_for)
 
     def get_or_none(self, path: str, what: str = "") -> dict | None:

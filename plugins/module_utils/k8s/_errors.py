@@ -128,7 +128,15 @@ def status_message(status: int, body, verb: str, obj: str, server: str) -> str:
     return f"Failed to {verb} {obj}: {msg or status}"
 
 
+def lasting(why: str) -> bool:
+    """True for a ``why_unreachable`` that asking again cannot change: the server's certificate not verified, or no
+    TLS where TLS was asked for (the options are wrong, not the network)."""
+    return why.startswith(("the server's TLS certificate could not be verified", "the server did not answer TLS"))
+
+
 def transient(method: str, e: ApiError) -> bool:
+    if getattr(e, "lasting", False):
+        return False
     if getattr(e, "refused", False):
         return True
     return method == "GET" and (e.status == 0 or e.status in _RETRY_STATUS)

@@ -10,13 +10,17 @@
 - ``ahead(client, reads)``, a context manager: the reads (path, what, query) a runner is about to make are asked for at
   once, while it goes on; the client's ``get`` of the same path, what and query then hands over the answer (or raises
   the failure) of the read asked ahead, once, instead of asking again. A read asked ahead that the runner never makes
-  is dropped; ``unused`` names them once the block ends.
+  is dropped; ``unused`` names them once the block ends. Once one of them finds the API server unreachable, or the
+  block ends, those not started yet are not sent: the runner asks them itself if it still makes them, so that an
+  unreachable cluster costs the runner one ``api_timeout``, as one read after another did, not one per round of reads.
 
 Not a public API."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError
 
 # calls at once; fewer where the kubernetes client keeps fewer connections
 WORKERS = 8
@@ -42,6 +46,10 @@ def each(client, ask, items) -> list:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+# the answer of a read asked ahead that was not sent (see ``ahead``): the client's get asks it itself
+NOT_SENT = object()
+
+
 def read_key(path: str, what: str, query: dict | None) -> tuple:
     """What makes two reads the same read: the path, the name messages give it, and the query."""
     return (path, what, tuple(sorted((query or {}).items())))
@@ -53,7 +61,7 @@ class ahead:  # noqa: N801  (used as a function: ``with ahead(client, reads):``)
 
     def __init__(self, client, reads):
         self.client, self.reads, self.unused = client, list(reads), []
-        self._pool, self._keys = None, []
+        self._pool, self._keys, self._stop = None, [], False
 
     def __enter__(self):
         early = getattr(self.client, "early", None)
@@ -64,13 +72,24 @@ class ahead:  # noqa: N801  (used as a function: ``with ahead(client, reads):``)
         for path, what, query in self.reads:
             key = read_key(path, what, query)
             if key not in early:
-                early[key] = self._pool.submit(self.client.request, "GET", path, query=query, what=what)
+                early[key] = self._pool.submit(self._ask, path, what, query)
                 self._keys.append(key)
         return self
+
+    def _ask(self, path: str, what: str, query: dict | None):
+        if self._stop:
+            return NOT_SENT
+        try:
+            return self.client.request("GET", path, query=query, what=what)
+        except ApiError as e:
+            if not e.status:  # not answered: the reads after it would wait as long
+                self._stop = True
+            raise
 
     def __exit__(self, *exc):
         if self._pool is None:
             return False
+        self._stop = True
         early = self.client.early
         self.unused = [key for key in self._keys if early.pop(key, None) is not None]
         self._pool.shutdown(wait=True, cancel_futures=True)

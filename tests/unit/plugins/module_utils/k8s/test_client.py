@@ -273,3 +273,21 @@ def test_an_empty_context_is_no_context(tmp_path):
         _client.Client.from_params({"kubeconfig": str(path), "context": "", "api_timeout": 2})
     assert "Failed to reach the Kubernetes API" in e.value.msg, e.value.msg
     assert "client configuration" not in e.value.msg
+
+
+@pytest.mark.parametrize(
+    "why,said",
+    [
+        ("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed", "TLS certificate could not be verified"),
+        ("[SSL: WRONG_VERSION_NUMBER] wrong version number", "did not answer TLS"),
+    ],
+)
+def test_a_tls_answer_that_asking_again_cannot_change_is_not_retried(why, said):
+    failure = urllib3.exceptions.MaxRetryError(None, "/x", urllib3.exceptions.SSLError(why))
+    api = FakeApi([failure, failure, failure])
+    with pytest.raises(ApiError) as e:
+        _client.Client(api).get("/x")
+    assert api.calls == 1 and said in e.value.msg and e.value.status == 0, (api.calls, e.value.msg)
+    # a broken connection is still asked again
+    api = FakeApi([_reset()])
+    assert _client.Client(api).get("/x") == {"ok": True} and api.calls == 2

@@ -126,3 +126,29 @@ def test_a_stand_in_client_without_early_is_asked_as_before():
         assert s.asked == []
         s.get("/a", "A")
     assert s.asked == ["/a"] and early.unused == []
+
+
+def test_an_unreachable_cluster_costs_one_timeout_not_one_per_round():
+    import urllib3
+
+    class Silent(Api):
+        def request(self, method, path, query_params=(), **kw):
+            with self.lock:
+                self.calls.append((path, tuple(query_params)))
+            time.sleep(0.05)
+            raise urllib3.exceptions.ReadTimeoutError(None, path, "Read timed out.")
+
+    api = Silent(pool=64)
+    c = _client.Client(api, timeout=1.0)
+    c.api = api
+    reads = [(f"/r{i}", f"R{i}", None) for i in range(3 * _together.WORKERS)]
+    t0 = time.monotonic()
+    with pytest.raises(ApiError) as e:
+        with _together.ahead(c, reads):
+            for path, what, _q in reads:
+                c.get(path, what)
+    took = time.monotonic() - t0
+    assert e.value.status == 0 and "/r0" in e.value.msg
+    # the first round only: each read retried for its window (1 s), the rounds after it not sent
+    assert len({p for p, _q in api.calls}) <= _together.WORKERS, sorted({p for p, _q in api.calls})
+    assert took < 2.0, took
