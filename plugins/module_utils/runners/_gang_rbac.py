@@ -105,17 +105,24 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     state = params.get("state", "present")
     verify = params.get("verify", True)
 
-    if client.get_or_none(_api.path("ServiceAccount", ns, sa), f"ServiceAccount {ns}/{sa}") is None:
-        msg = f"ServiceAccount {ns}/{sa} not found"
-        if state == "present":
-            raise GangError(f"{msg}: install the component first, or set service_account to the one its pods run as")
-        warn(msg)
-
-    missing_before = _missing(client, ns, sa, needed) if verify else None
-
     role_path, bind_path = _api.path("ClusterRole", name=name), _api.path("ClusterRoleBinding", name=name)
-    role = client.get_or_none(role_path, f"ClusterRole {name}")
-    binding = client.get_or_none(bind_path, f"ClusterRoleBinding {name}")
+    reads = [
+        (_api.path("ServiceAccount", ns, sa), f"ServiceAccount {ns}/{sa}", None),
+        (role_path, f"ClusterRole {name}", None),
+        (bind_path, f"ClusterRoleBinding {name}", None),
+    ]
+    # the three reads together, then the SubjectAccessReviews (the reads done: no more connections than the pool's)
+    with _together.ahead(client, reads):
+        if client.get_or_none(*reads[0][:2]) is None:
+            msg = f"ServiceAccount {ns}/{sa} not found"
+            if state == "present":
+                raise GangError(
+                    f"{msg}: install the component first, or set service_account to the one its pods run as"
+                )
+            warn(msg)
+        role = client.get_or_none(*reads[1][:2])
+        binding = client.get_or_none(*reads[2][:2])
+    missing_before = _missing(client, ns, sa, needed) if verify else None
     subjects, role_ref = want_binding["subjects"], want_binding["roleRef"]
     before = {
         "rules": (role or {}).get("rules"),
