@@ -17,6 +17,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _rbac,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError, NotFound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import list_query
 
 FIELD_MANAGER = "gangsched.kubeflow"
 # a write refused with Conflict (someone else wrote in between) is redone on a fresh read this many times in all
@@ -162,6 +163,18 @@ def mpijob_clash(client, operator: str, container: dict) -> str | None:
 # ---- discovery: the reads; _component_discovery classifies -------------------------------------------------------
 # every Deployment's list: (path, what)
 DEPLOYMENTS = (_api.path("Deployment"), "Deployments (all namespaces)")
+# the kube-scheduler static pods' list (mirror pods in kube-system): (path, what, query)
+STATIC_SCHEDULERS = (
+    _api.path("Pod", "kube-system"),
+    "Pods in kube-system",
+    {"labelSelector": "component=kube-scheduler"},
+)
+
+
+def early_lists() -> list[tuple]:
+    """The lists ``find_schedulers`` makes on any cluster, as (path, what, query) for ``_together.ahead``."""
+    path, what, query = STATIC_SCHEDULERS
+    return [(*DEPLOYMENTS, list_query()), (path, what, list_query(**query))]
 
 
 def list_deployments(client) -> list[dict]:
@@ -177,9 +190,8 @@ def find_schedulers(client, deployments: list[dict] | None = None) -> list[dict]
     configs = {ref: configmap_value(client, *ref) for ref in _component_discovery.config_refs(deployments)}
     found = _component_discovery.schedulers(deployments, configs)
     # the default scheduler's static pod (mirror pods in kube-system)
-    static = client.list(
-        _api.path("Pod", "kube-system"), what="Pods in kube-system", labelSelector="component=kube-scheduler"
-    )
+    path, what, query = STATIC_SCHEDULERS
+    static = client.list(path, what, **query)
     return found + _component_discovery.static_pod_schedulers(static)
 
 

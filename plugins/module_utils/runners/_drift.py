@@ -59,10 +59,15 @@ class Resources:
     def __init__(self, client):
         self.client, self.served = client, {}
 
+    @staticmethod
+    def read(api_version: str) -> tuple[str, str, None]:
+        """The discovery read of ``api_version``: (path, what, query)."""
+        return _api.group_path(api_version), f"the API group version {api_version}", None
+
     def _group_version(self, api_version: str) -> dict:
         if api_version not in self.served:
-            path = _api.group_path(api_version)
-            found = self.client.get_or_none(path, f"the API group version {api_version}")
+            path, what, _query = self.read(api_version)
+            found = self.client.get_or_none(path, what)
             self.served[api_version] = {
                 r["kind"]: r for r in (found or {}).get("resources") or [] if "/" not in r.get("name", "/")
             }
@@ -223,10 +228,12 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     def ask(obj):
         return named(obj, lambda o: why(client, resources, o, params["last_applied"]))
 
-    # each group version's discovery first, one at a time, named after the first object that needs it (as one object
-    # at a time would read it); the objects' threads then only read the memo
-    for obj in definitions:
-        named(obj, resources.path)
+    # each group version's discovery first, all asked for at once, each failure named after the first object that
+    # needs it (as one object at a time would read it); the objects' threads then only read the memo
+    versions = dict.fromkeys(obj["apiVersion"] for obj in definitions)
+    with _together.ahead(client, [Resources.read(v) for v in versions]):
+        for obj in definitions:
+            named(obj, resources.path)
     answers = _together.each(client, ask, definitions)
     for obj, (reason, was, would) in zip(definitions, answers, strict=True):
         if reason:

@@ -50,10 +50,11 @@ WEBHOOKS = {
 def early_reads() -> list[tuple]:
     """The reads ``gather`` makes on any cluster, whatever it finds, as (path, what, query): asked for at once as it
     starts (``_together.ahead``), while it reads the nodes and the pods, instead of one after another."""
-    lists = [_service.DEPLOYMENTS, DAEMONSETS, *WEBHOOKS.values()]
+    lists = [DAEMONSETS, *WEBHOOKS.values()]
     events_path, events_what, events_query = _gang_info_gangs.EVENTS
     return [
         (*VERSION, None),
+        *_service.early_lists(),
         *[(path, what, _client.list_query()) for path, what in lists],
         (events_path, events_what, _client.list_query(**events_query)),
         *[_service.crd_read(name) for name in (*_podgroups.CRDS, _trainer_runtimes.TRAINJOB_CRD, _kueue_problems.CRD)],

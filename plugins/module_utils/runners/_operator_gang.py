@@ -13,7 +13,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _podgroups,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Conflict, GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client, _service, _together, _waiter
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _together, _waiter
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 CONFLICT_RETRIES = _service.CONFLICT_RETRIES
@@ -112,7 +112,7 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     reads = [_service.deployment_read(ns, name)]
     if gang in _podgroups.PODGROUPS:
         # what a gang flag is checked against, asked for together with the operator's Deployment
-        reads += [(*_service.DEPLOYMENTS, _client.list_query()), _service.crd_read(_podgroups.crd_name(gang))]
+        reads += [*_service.early_lists(), _service.crd_read(_podgroups.crd_name(gang))]
     with _together.ahead(client, reads):
         return _run(client, params, check_mode, warn, (op, spec, ns, name, gang, what))
 
