@@ -63,6 +63,13 @@ def api_version(kind: str) -> str:
     return f"{group}/{version}" if group else version
 
 
+def list_query(**query) -> dict:
+    """The query of a list call's first page: the options given (None left out), 500 items a page unless given."""
+    q = {k: v for k, v in query.items() if v is not None}
+    q.setdefault("limit", 500)
+    return q
+
+
 def group_path(api_version_: str) -> str:
     """The path of a group version: '/api/v1' for the core group, else '/apis/<group>/<version>'."""
     return f"/apis/{api_version_}" if "/" in api_version_ else f"/api/{api_version_}"

@@ -12,17 +12,11 @@ from __future__ import annotations
 import json
 import time
 
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _connect, _errors, _stream, _together
 
 _VERBS = {"GET": "read", "POST": "create", "PUT": "replace", "PATCH": "patch", "DELETE": "delete"}
-
-
-def list_query(**query) -> dict:
-    """The query of a list call's first page: the options given (None left out), 500 items a page unless given."""
-    q = {k: v for k, v in query.items() if v is not None}
-    q.setdefault("limit", 500)
-    return q
 
 
 class Client:
@@ -164,7 +158,7 @@ class Client:
     def list(self, path: str, what: str = "", **query) -> list[dict]:
         """All items of a list call, following continue tokens."""
         items: list[dict] = []
-        q = list_query(**query)
+        q = _api.list_query(**query)
         while True:
             data = self.get(path, what, q)
             items.extend(data.get("items") or [])

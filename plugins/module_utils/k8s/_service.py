@@ -17,7 +17,6 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _rbac,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError, NotFound
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import list_query
 
 FIELD_MANAGER = "gangsched.kubeflow"
 # a write refused with Conflict (someone else wrote in between) is redone on a fresh read this many times in all
@@ -174,7 +173,7 @@ STATIC_SCHEDULERS = (
 def early_lists() -> list[tuple]:
     """The lists ``find_schedulers`` makes on any cluster, as (path, what, query) for ``_together.ahead``."""
     path, what, query = STATIC_SCHEDULERS
-    return [(*DEPLOYMENTS, list_query()), (path, what, list_query(**query))]
+    return [(*DEPLOYMENTS, _api.list_query()), (path, what, _api.list_query(**query))]
 
 
 def list_deployments(client) -> list[dict]:

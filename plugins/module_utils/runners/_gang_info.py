@@ -21,7 +21,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _support,
     _trainer_runtimes,
 )
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client, _service, _together
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native, _registry
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import (
     _gang_info_gangs,
@@ -55,8 +55,8 @@ def early_reads() -> list[tuple]:
     return [
         (*VERSION, None),
         *_service.early_lists(),
-        *[(path, what, _client.list_query()) for path, what in lists],
-        (events_path, events_what, _client.list_query(**events_query)),
+        *[(path, what, _api.list_query()) for path, what in lists],
+        (events_path, events_what, _api.list_query(**events_query)),
         *[_service.crd_read(name) for name in (*_podgroups.CRDS, _trainer_runtimes.TRAINJOB_CRD, _kueue_problems.CRD)],
         _service.group_read(_native.GROUP),
     ]

@@ -12,6 +12,7 @@ import types
 
 import kubernetes
 import pytest
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client, _together
 
@@ -60,7 +61,7 @@ def client(api) -> _client.Client:
 def test_a_read_asked_ahead_is_sent_once_and_handed_over():
     api = Api()
     c = client(api)
-    reads = [("/a", "A", None), ("/b", "the Bs", _client.list_query())]
+    reads = [("/a", "A", None), ("/b", "the Bs", _api.list_query())]
     with _together.ahead(c, reads) as early:
         deadline = time.monotonic() + 5
         while len(api.calls) < 2 and time.monotonic() < deadline:  # sent before anything asks for them
