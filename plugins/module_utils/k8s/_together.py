@@ -6,7 +6,8 @@
 
 - ``each(client, ask, items)`` is ``[ask(item) for item in items]``, asked ``WORKERS`` at a time. The answers come in
   the items' order; the first failure in that order is raised, as one at a time would raise it, and the items not
-  asked yet when it comes are not asked.
+  asked yet when it comes are not asked. Once one finds the API server unreachable, the items not started are not
+  asked either: an unreachable cluster costs one ``api_timeout``, not one per round of eight.
 - ``ahead(client, reads)``, a context manager: the reads (path, what, query) a runner is about to make are asked for at
   once, while it goes on; the client's ``get`` of the same path, what and query then hands over the answer (or raises
   the failure) of the read asked ahead, once, instead of asking again. A read asked ahead that the runner never makes
@@ -24,6 +25,8 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._excepti
 
 # calls at once; fewer where the kubernetes client keeps fewer connections
 WORKERS = 8
+# the answer of a read asked ahead that was not sent (see ``ahead``): the client's get asks it itself
+NOT_SENT = object()
 
 
 def pool_size(client) -> int:
@@ -39,15 +42,25 @@ def each(client, ask, items) -> list:
     items = list(items)
     if len(items) < 2:
         return [ask(item) for item in items]
+    stop: list = []
+
+    def one(item):
+        # an item not started once the cluster was found unreachable comes after the one that found it: that one's
+        # failure is raised first, and this answer is never read
+        if stop:
+            return NOT_SENT
+        try:
+            return ask(item)
+        except ApiError as e:
+            if not e.status:
+                stop.append(e)
+            raise
+
     pool = ThreadPoolExecutor(max_workers=min(WORKERS, len(items), pool_size(client)))
     try:
-        return [f.result() for f in [pool.submit(ask, item) for item in items]]
+        return [f.result() for f in [pool.submit(one, item) for item in items]]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-# the answer of a read asked ahead that was not sent (see ``ahead``): the client's get asks it itself
-NOT_SENT = object()
 
 
 def read_key(path: str, what: str, query: dict | None) -> tuple:

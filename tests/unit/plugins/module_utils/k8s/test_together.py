@@ -155,3 +155,25 @@ def test_an_unreachable_cluster_costs_one_timeout_not_one_per_round():
     # the first round only: each read retried for its window (1 s), the rounds after it not sent
     assert len({p for p, _q in api.calls}) <= _together.WORKERS, sorted({p for p, _q in api.calls})
     assert took < 2.5, took  # one window and the rounds' start, not three windows (3 s and more)
+
+
+def test_each_on_an_unreachable_cluster_costs_one_timeout_not_one_per_round():
+    import urllib3
+
+    class Silent(Api):
+        def request(self, method, path, query_params=(), **kw):
+            with self.lock:
+                self.calls.append((path, tuple(query_params)))
+            time.sleep(0.05)
+            raise urllib3.exceptions.ReadTimeoutError(None, path, "Read timed out.")
+
+    api = Silent(pool=64)
+    c = _client.Client(api, timeout=1.0)
+    c.api = api
+    t0 = time.monotonic()
+    with pytest.raises(ApiError) as e:
+        _together.each(c, lambda i: c.get(f"/r{i}", f"R{i}"), range(3 * _together.WORKERS))
+    took = time.monotonic() - t0
+    assert e.value.status == 0 and "/r0" in e.value.msg
+    assert len({p for p, _q in api.calls}) <= _together.WORKERS, sorted({p for p, _q in api.calls})
+    assert took < 2.5, took  # one window and the round's start, not three windows (3 s and more)
