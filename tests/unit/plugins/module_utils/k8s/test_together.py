@@ -12,6 +12,7 @@ import types
 
 import kubernetes
 import pytest
+import urllib3
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, NotFound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _client, _together
@@ -131,49 +132,37 @@ def test_a_stand_in_client_without_early_is_asked_as_before():
     assert s.asked == ["/a"] and early.unused == []
 
 
-def test_an_unreachable_cluster_costs_one_timeout_not_one_per_round():
-    import urllib3
+class Silent(Api):
+    """Every request waits 0.05 s, then times out (no answer): a read is retried for its client's window."""
 
-    class Silent(Api):
-        def request(self, method, path, query_params=(), **kw):
-            with self.lock:
-                self.calls.append((path, tuple(query_params)))
-            time.sleep(0.05)
-            raise urllib3.exceptions.ReadTimeoutError(None, path, "Read timed out.")
-
-    api = Silent(pool=64)
-    c = _client.Client(api, timeout=1.0)
-    c.api = api
-    reads = [(f"/r{i}", f"R{i}", None) for i in range(3 * _together.WORKERS)]
-    t0 = time.monotonic()
-    with pytest.raises(ApiError) as e:
-        with _together.ahead(c, reads):
-            for path, what, _q in reads:
-                c.get(path, what)
-    took = time.monotonic() - t0
-    assert e.value.status == 0 and "/r0" in e.value.msg
-    # the first round only: each read retried for its window (1 s), the rounds after it not sent
-    assert len({p for p, _q in api.calls}) <= _together.WORKERS, sorted({p for p, _q in api.calls})
-    assert took < 2.5, took  # one window and the rounds' start, not three windows (3 s and more)
+    def request(self, method, path, query_params=(), **kw):
+        with self.lock:
+            self.calls.append((path, tuple(query_params)))
+        time.sleep(0.05)
+        raise urllib3.exceptions.ReadTimeoutError(None, path, "Read timed out.")
 
 
-def test_each_on_an_unreachable_cluster_costs_one_timeout_not_one_per_round():
-    import urllib3
+def _ahead_then_get(c, paths):
+    reads = [(p, p.upper(), None) for p in paths]
+    with _together.ahead(c, reads):
+        for path, what, _q in reads:
+            c.get(path, what)
 
-    class Silent(Api):
-        def request(self, method, path, query_params=(), **kw):
-            with self.lock:
-                self.calls.append((path, tuple(query_params)))
-            time.sleep(0.05)
-            raise urllib3.exceptions.ReadTimeoutError(None, path, "Read timed out.")
 
+def _each_get(c, paths):
+    _together.each(c, lambda p: c.get(p, p.upper()), paths)
+
+
+@pytest.mark.parametrize("asked", [_ahead_then_get, _each_get], ids=["ahead", "each"])
+def test_an_unreachable_cluster_costs_one_timeout_not_one_per_round(asked):
     api = Silent(pool=64)
     c = _client.Client(api, timeout=1.0)
     c.api = api
     t0 = time.monotonic()
     with pytest.raises(ApiError) as e:
-        _together.each(c, lambda i: c.get(f"/r{i}", f"R{i}"), range(3 * _together.WORKERS))
+        asked(c, [f"/r{i}" for i in range(3 * _together.WORKERS)])
     took = time.monotonic() - t0
     assert e.value.status == 0 and "/r0" in e.value.msg
+    # the first round only: each call retried for its window (1 s), the rounds after it not sent
     assert len({p for p, _q in api.calls}) <= _together.WORKERS, sorted({p for p, _q in api.calls})
     assert took < 2.5, took  # one window and the round's start, not three windows (3 s and more)
