@@ -4,6 +4,7 @@ and a container's readinessProbe, run from the host as kubelet runs it."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import http.client
 import json
@@ -68,7 +69,8 @@ class Forwarder:
                 # sockets set TCP_NODELAY): with Nagle's algorithm on, a chunk sent while the one before waits
                 # for its ACK was held until the peer's delayed ACK, up to 40 ms, which no direct path has
                 for s in (conn, up):
-                    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    with contextlib.suppress(OSError):
+                        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 conn.close()
                 continue
