@@ -146,9 +146,15 @@ def container_of(dep: dict, name: str | None, default: str) -> dict:
     )
 
 
+def configmap_read(ns: str, name: str) -> tuple:
+    """The read of a ConfigMap, as (path, what, query)."""
+    return _api.path("ConfigMap", ns, name), f"ConfigMap {ns}/{name}", None
+
+
 def configmap_value(client, ns: str, name: str, key: str) -> str | None:
     """One entry of a ConfigMap (None when the ConfigMap or the key is missing)."""
-    cm = client.get_or_none(_api.path("ConfigMap", ns, name), what=f"ConfigMap {ns}/{name}")
+    path, what, _query = configmap_read(ns, name)
+    cm = client.get_or_none(path, what=what)
     return ((cm or {}).get("data") or {}).get(key)
 
 

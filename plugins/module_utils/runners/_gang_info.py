@@ -47,9 +47,10 @@ WEBHOOKS = {
 }
 
 
-def early_reads() -> list[tuple]:
+def early_reads(job: dict | None = None) -> list[tuple]:
     """The reads ``gather`` makes on any cluster, whatever it finds, as (path, what, query): asked for at once as it
-    starts (``_together.ahead``), while it reads the nodes and the pods, instead of one after another."""
+    starts (``_together.ahead``), while it reads the nodes and the pods, instead of one after another; with ``job``,
+    those of its explanation too."""
     lists = [DAEMONSETS, *WEBHOOKS.values()]
     events_path, events_what, events_query = _gang_info_gangs.EVENTS
     return [
@@ -59,6 +60,7 @@ def early_reads() -> list[tuple]:
         (events_path, events_what, _api.list_query(**events_query)),
         *[_service.crd_read(name) for name in (*_podgroups.CRDS, _trainer_runtimes.TRAINJOB_CRD, _kueue_problems.CRD)],
         _service.group_read(_native.GROUP),
+        *_gang_info_job.reads(job),
     ]
 
 
@@ -94,44 +96,63 @@ def operator_facts(client, found: list[dict]) -> list[dict]:
     return out
 
 
-def webhooks_without_endpoints(client) -> list[dict]:
-    """failurePolicy: Fail admission webhooks whose Service has no ready endpoint: every request they
-    match is refused (a cluster-wide outage when they match pods)."""
-    out, ready = [], {}
-    for kind, (path, what) in WEBHOOKS.items():
-        for cfg in client.list(path, what=what):
+def webhook_configs(client) -> dict[str, list[dict]]:
+    """Every admission webhook configuration, by kind (Validating, Mutating)."""
+    return {kind: client.list(path, what=what) for kind, (path, what) in WEBHOOKS.items()}
+
+
+def _fail_webhooks(configs: dict[str, list[dict]]):
+    """(kind, configuration, webhook, 'namespace/name' of its Service) of each failurePolicy: Fail webhook that calls
+    a Service."""
+    for kind, listed in configs.items():
+        for cfg in listed:
             for w in cfg.get("webhooks") or []:
                 svc = (w.get("clientConfig") or {}).get("service")
-                if not svc or w.get("failurePolicy", "Fail") != "Fail":
-                    continue
-                key = f"{svc['namespace']}/{svc['name']}"
-                if key not in ready:
-                    slices = client.list(
-                        _api.path("EndpointSlice", svc["namespace"]),
-                        what=f"EndpointSlices of Service {key}",
-                        labelSelector=f"kubernetes.io/service-name={svc['name']}",
-                    )
-                    ready[key] = _readiness.endpoint_ready(slices) is None
-                if not ready[key]:
-                    rules = sorted({r for rule in w.get("rules") or [] for r in rule.get("resources") or []})
-                    out.append(
-                        {
-                            "configuration": f"{kind}WebhookConfiguration {cfg['metadata']['name']}",
-                            "webhook": w["name"],
-                            "service": key,
-                            "resources": rules,
-                        }
-                    )
+                if svc and w.get("failurePolicy", "Fail") == "Fail":
+                    yield kind, cfg, w, f"{svc['namespace']}/{svc['name']}"
+
+
+def _slices_list(service: str) -> tuple[str, str, dict]:
+    """The list of a Service's EndpointSlices ('namespace/name'): (path, what, the list's options)."""
+    ns, _sep, name = service.partition("/")
+    return (
+        _api.path("EndpointSlice", ns),
+        f"EndpointSlices of Service {service}",
+        {"labelSelector": f"kubernetes.io/service-name={name}"},
+    )
+
+
+def webhooks_without_endpoints(client, configs: dict[str, list[dict]] | None = None) -> list[dict]:
+    """failurePolicy: Fail admission webhooks whose Service has no ready endpoint: every request they
+    match is refused (a cluster-wide outage when they match pods). ``configs``: ``webhook_configs``, else read here."""
+    out, ready = [], {}
+    for kind, cfg, w, key in _fail_webhooks(webhook_configs(client) if configs is None else configs):
+        if key not in ready:
+            path, what, options = _slices_list(key)
+            ready[key] = _readiness.endpoint_ready(client.list(path, what, **options)) is None
+        if not ready[key]:
+            rules = sorted({r for rule in w.get("rules") or [] for r in rule.get("resources") or []})
+            out.append(
+                {
+                    "configuration": f"{kind}WebhookConfiguration {cfg['metadata']['name']}",
+                    "webhook": w["name"],
+                    "service": key,
+                    "resources": rules,
+                }
+            )
     return out
 
 
-def problems(client, ops: list[dict], schedulers: list[dict], crds: dict, plugins: list[dict]) -> list[dict]:
+def problems(
+    client, ops: list[dict], schedulers: list[dict], crds: dict, plugins: list[dict], configs: dict | None = None
+) -> list[dict]:
+    """The problems of the components gang_info finds (``configs``: ``webhook_configs``, else read here)."""
     out = []
 
     def add(obj, msg, fix):
         out.append({"object": obj, "message": msg, "fix": fix})
 
-    for w in webhooks_without_endpoints(client):
+    for w in webhooks_without_endpoints(client, configs):
         add(
             w["configuration"],
             f"webhook {w['webhook']} calls Service {w['service']}, which has no ready endpoint: with "
@@ -248,25 +269,21 @@ def stalled_problems(
 
 def gather(client, params: dict, now: float) -> dict:
     _gang_info_job.check(params.get("job"))
-    with _together.ahead(client, early_reads()):
-        return _gather(client, params, now)
+    with _together.ahead(client, early_reads(params.get("job"))):
+        first = _first(client)
+        # the reads that depend on those, asked for at once too, while the pods are read
+        with _together.ahead(client, dependent_reads(first)):
+            return _gather(client, params, now, first)
 
 
-def _gather(client, params: dict, now: float) -> dict:
+def _first(client) -> dict:
+    """What the later reads depend on, read in this order: the version, the nodes, every Deployment, the webhook
+    configurations, and the PodGroup CRDs found (name -> what gang_info reports of each)."""
     version = client.get(*VERSION)
     nodes = client.scan(_api.path("Node"), what="Nodes", keep=_capacity.slim_node)
     # one list of every Deployment, classified into schedulers, operators and Trainer's controllers
     deployments = _service.list_deployments(client)
-    trainers = _component_discovery.trainers(deployments)
-    threshold = params["partial_threshold_seconds"]
-    # every pod folded as the scan decodes it, none kept: memory grows with the nodes and gangs, not the pods
-    pods = _pod_facts.PodFold(now, threshold, trainers)
-    queued = _kueue_problems.QueuedPods(now, threshold)  # the pods of Kueue's admitted workloads
-    client.scan(_api.path("Pod"), what="Pods (all namespaces)", keep=_gang_info_kueue.Folds(pods, queued))
-    per_node = pods.nodes_capacity(nodes)
-    for entry, node in zip(per_node, nodes, strict=True):
-        entry["labels"] = node["metadata"].get("labels") or {}
-    schedulers = _service.find_schedulers(client, deployments)
+    configs = webhook_configs(client)
     crds = {}
     for name, kind in _podgroups.CRDS.items():
         obj = _service.crd(client, name)
@@ -277,6 +294,33 @@ def _gather(client, params: dict, now: float) -> dict:
                 "versions": [v["name"] for v in obj["spec"].get("versions") or [] if v.get("served")],
                 "created": obj["metadata"].get("creationTimestamp"),
             }
+    return {"version": version, "nodes": nodes, "deployments": deployments, "configs": configs, "crds": crds}
+
+
+def dependent_reads(first: dict) -> list[tuple]:
+    """The reads ``gather`` makes next that depend on ``_first``'s, as (path, what, query): the schedulers' ConfigMaps,
+    the EndpointSlices of the Services failurePolicy: Fail webhooks call, and each gang path's lists."""
+    refs = _component_discovery.config_refs(first["deployments"])
+    reads = [_service.configmap_read(ns, name) for ns, name, _key in refs]
+    for service in dict.fromkeys(service for *_found, service in _fail_webhooks(first["configs"])):
+        path, what, options = _slices_list(service)
+        reads.append((path, what, _api.list_query(**options)))
+    reads += [(path, what, _api.list_query()) for _p, _n, path, what in _gang_info_gangs.path_lists(first["crds"])]
+    return reads
+
+
+def _gather(client, params: dict, now: float, first: dict) -> dict:
+    version, nodes, deployments, crds = first["version"], first["nodes"], first["deployments"], first["crds"]
+    trainers = _component_discovery.trainers(deployments)
+    threshold = params["partial_threshold_seconds"]
+    # every pod folded as the scan decodes it, none kept: memory grows with the nodes and gangs, not the pods
+    pods = _pod_facts.PodFold(now, threshold, trainers)
+    queued = _kueue_problems.QueuedPods(now, threshold)  # the pods of Kueue's admitted workloads
+    client.scan(_api.path("Pod"), what="Pods (all namespaces)", keep=_gang_info_kueue.Folds(pods, queued))
+    per_node = pods.nodes_capacity(nodes)
+    for entry, node in zip(per_node, nodes, strict=True):
+        entry["labels"] = node["metadata"].get("labels") or {}
+    schedulers = _service.find_schedulers(client, deployments)
     ops = operator_facts(client, _component_discovery.operators(deployments))
     plugins = []
     for ds in client.list(*DAEMONSETS):
@@ -295,7 +339,7 @@ def _gather(client, params: dict, now: float) -> dict:
                     }
                 )
                 break
-    probs = problems(client, ops, schedulers, crds, plugins)
+    probs = problems(client, ops, schedulers, crds, plugins, first["configs"])
     facts = _gang_info_gangs.path_facts(
         client,
         schedulers,

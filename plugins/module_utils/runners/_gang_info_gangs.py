@@ -21,6 +21,13 @@ EVENT_EXAMPLES = 3
 EVENTS = (_api.path("Event"), "FailedCreate events", {"fieldSelector": "reason=FailedCreate"})
 
 
+def path_lists(crds: dict | None):
+    """(path's name, list's name, path, what) of each list a gang path's checks read, given the PodGroup CRDs found."""
+    for p in _registry.PATHS.values():
+        for name, (kind, api_version) in p.lists(crds or {}).items():
+            yield p.name, name, _api.path(kind, api_version_=api_version), f"{kind}s ({p.title}, all namespaces)"
+
+
 def path_facts(client, schedulers: list[dict], kube_version: str | None, crds: dict | None, extra: dict) -> dict:
     """What every path's checks read, each read once: the CRDs they ask for, and per path its lists."""
     names = sorted({n for p in _registry.PATHS.values() for n in p.crds_to_read(schedulers)})
@@ -30,11 +37,8 @@ def path_facts(client, schedulers: list[dict], kube_version: str | None, crds: d
         **extra,
     }
     lists: dict[str, dict] = {}
-    for p in _registry.PATHS.values():
-        for name, (kind, api_version) in p.lists(crds or {}).items():
-            lists.setdefault(p.name, {})[name] = client.list_or_empty(
-                _api.path(kind, api_version_=api_version), what=f"{kind}s ({p.title}, all namespaces)"
-            )
+    for path_name, name, path, what in path_lists(crds):
+        lists.setdefault(path_name, {})[name] = client.list_or_empty(path, what=what)
     facts["lists"] = lists
     return facts
 

@@ -61,12 +61,40 @@ def _said(pg: dict | None) -> str | None:
     return words
 
 
-def _pods(client, kind: str, ns: str, name: str) -> list[dict]:
+def _pods_list(kind: str, ns: str, name: str) -> tuple[str, str, dict]:
+    """The list of the job's pods: (path, what, the list's options); a PodGroup's are all the namespace's, filtered."""
     path = _api.path("Pod", ns)
     if kind == "PodGroup":
-        pods = client.list_or_empty(path, what=f"Pods in {ns}")
+        return path, f"Pods in {ns}", {}
+    return path, f"Pods of {kind} {ns}/{name}", {"labelSelector": f"{POD_LABEL[kind]}={name}"}
+
+
+def _pods(client, kind: str, ns: str, name: str) -> list[dict]:
+    path, what, options = _pods_list(kind, ns, name)
+    pods = client.list_or_empty(path, what=what, **options)
+    if kind == "PodGroup":
         return [p for p in pods if _pod_facts.gang_key(p) == f"{ns}/{name}"]
-    return client.list_or_empty(path, what=f"Pods of {kind} {ns}/{name}", labelSelector=f"{POD_LABEL[kind]}={name}")
+    return pods
+
+
+def _quotas_list(ns: str) -> tuple[str, str, dict]:
+    return _api.path("ResourceQuota", ns), f"ResourceQuotas in {ns}", {}
+
+
+def _events_list(ns: str) -> tuple[str, str, dict]:
+    return _api.path("Event", ns), f"Events in {ns}", {}
+
+
+def reads(job: dict | None) -> list[tuple]:
+    """The reads ``explain`` makes of ``job`` (all of them when it is found), as (path, what, query): gather asks for
+    them as it starts, with the reads it makes on any cluster."""
+    if not job:
+        return []
+    kind, ns, name = job["kind"], job["namespace"], job["name"]
+    out = [] if kind == "PodGroup" else [(_api.path(kind, ns, name), f"{kind} {ns}/{name}", None)]
+    for path, what, options in (_pods_list(kind, ns, name), _quotas_list(ns), _events_list(ns)):
+        out.append((path, what, _api.list_query(**options)))
+    return out
 
 
 def _pod_row(p: dict) -> dict:
@@ -86,14 +114,16 @@ def _pod_row(p: dict) -> dict:
 
 def _quotas(client, ns: str) -> list[dict]:
     out = []
-    for q in client.list_or_empty(_api.path("ResourceQuota", ns), what=f"ResourceQuotas in {ns}"):
+    path, what, _options = _quotas_list(ns)
+    for q in client.list_or_empty(path, what=what):
         st = q.get("status") or {}
         out.append({"name": q["metadata"]["name"], "hard": st.get("hard") or {}, "used": st.get("used") or {}})
     return out
 
 
 def _events(client, ns: str, names: set[str]) -> list[str]:
-    events = client.list_or_empty(_api.path("Event", ns), what=f"Events in {ns}")
+    path, what, _options = _events_list(ns)
+    events = client.list_or_empty(path, what=what)
     mine = [e for e in events if (e.get("involvedObject") or {}).get("name") in names]
     mine.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
     return [
@@ -186,7 +216,7 @@ def explain(client, job: dict, facts: dict, ops: list[dict], problems: list[dict
     what = f"{kind} {ns}/{name}"
     found, obj = True, None
     if kind != "PodGroup":
-        obj = client.get_or_none(_api.path(kind, ns, name), what)
+        obj = client.get_or_none(_api.path(kind, ns, name), what)  # the first of ``reads``
         found = obj is not None
     path, pg = _podgroup(facts, ns, name)
     if kind == "PodGroup" and pg is None:

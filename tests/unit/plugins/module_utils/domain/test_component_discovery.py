@@ -9,8 +9,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _capacity, _component_discovery
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _capacity, _component_discovery
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info, _gang_info_trainer
 
 SP_CONFIG = """
@@ -220,6 +220,69 @@ def test_gang_info_gather_lists_deployments_once():
         ("training_operator", "kubeflow/training-operator", None),
         ("mpi_operator", "mpi-operator/mpi-operator", "volcano"),
     ]
+
+
+class ReadKeyClient(RecordingClient):
+    """The same cluster, with a failurePolicy Fail webhook and Volcano's PodGroup CRD Established; records each read as
+    the client's ``get`` keys it (``_together.read_key``): a list's query is its first page's, as ``Client.list``
+    asks it."""
+
+    WEBHOOKS = [
+        {
+            "metadata": {"name": "vc"},
+            "webhooks": [
+                {"name": "a", "clientConfig": {"service": {"namespace": "volcano-system", "name": "admission"}}},
+                {"name": "b", "clientConfig": {"service": {"namespace": "volcano-system", "name": "admission"}}},
+                {"name": "c", "failurePolicy": "Ignore", "clientConfig": {"service": {"namespace": "x", "name": "y"}}},
+            ],
+        }
+    ]
+    VOLCANO_CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/podgroups.scheduling.volcano.sh"
+
+    def __init__(self):
+        super().__init__()
+        self.keys: list[tuple] = []
+
+    def get(self, path, what="", query=None, retry_for=None):
+        self.keys.append(_together.read_key(path, what, query))
+        return super().get(path, what, query, retry_for)
+
+    def get_or_none(self, path, what=""):
+        self.keys.append(_together.read_key(path, what, None))
+        if path == self.VOLCANO_CRD:
+            return {
+                "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},
+                "spec": {"versions": [{"name": "v1beta1", "served": True}]},
+                "status": {"conditions": [{"type": "Established", "status": "True"}]},
+            }
+        return super().get_or_none(path, what)
+
+    def list(self, path, what="", **query):
+        self.keys.append(_together.read_key(path, what, _api.list_query(**query)))
+        if path == "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations":
+            return self.WEBHOOKS
+        return super().list(path, what, **query)
+
+    list_or_empty = list
+
+
+def test_gang_info_asks_ahead_the_reads_that_depend_on_its_first_ones_and_makes_each():
+    """The schedulers' ConfigMaps, the EndpointSlices of each failurePolicy Fail webhook's Service (once per Service)
+    and each path's lists are asked for together once the reads they depend on are in, under the very keys the runner
+    then reads them by: a read asked ahead under another name or query would be sent for nothing."""
+    client = ReadKeyClient()
+    first = _gang_info._first(client)
+    reads = _gang_info.dependent_reads(first)
+    assert [path for path, _what, _query in reads] == [
+        "/api/v1/namespaces/scheduler-plugins/configmaps/sp-config",
+        "/apis/discovery.k8s.io/v1/namespaces/volcano-system/endpointslices",
+        "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+        "/apis/scheduling.volcano.sh/v1beta1/queues",
+    ]
+    client.keys.clear()
+    _gang_info._gather(client, {"partial_threshold_seconds": 60}, 1_800_000_000.0, first)
+    made = client.keys
+    assert [_together.read_key(*r) for r in reads if _together.read_key(*r) not in made] == [], made
 
 
 # ---- Kubeflow Trainer v2: its controller from the same list, its pods' start, its reads -------------

@@ -1,9 +1,13 @@
 """gang_info's explanation of one job sent to a Kueue queue (_gang_info_job): the job's LocalQueue and Workload from
 the ``kueue`` fact, and the why a held job gets before any scheduler sees it — Kueue's own word — or none once
-admitted (then the scheduler's evidence speaks); a job without the label has no Kueue part."""
+admitted (then the scheduler's evidence speaks); a job without the label has no Kueue part. And the reads of one
+job's explanation, asked for ahead by gather."""
 
 from __future__ import annotations
 
+import pytest
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info_job
 
 JOB = {"metadata": {"name": "resnet", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "gpu"}}}
@@ -76,3 +80,32 @@ def test_no_workload_names_the_integration_and_no_label_no_kueue_part():
     assert "Kueue made no Workload for it" in _gang_info_job._kueue_why(k, "PyTorchJob team-a/resnet")
     assert _gang_info_job._kueue({"metadata": {}}, "PyTorchJob", "team-a", "resnet", KUEUE) is None
     assert _gang_info_job._kueue(None, "PyTorchJob", "team-a", "resnet", None) is None
+
+
+class _ReadKeys:
+    """A namespace with the job: records each read as the client's ``get`` keys it (``_together.read_key``; a list's
+    query is its first page's, as ``Client.list`` asks it)."""
+
+    def __init__(self):
+        self.keys: list[tuple] = []
+
+    def get_or_none(self, path, what=""):
+        self.keys.append(_together.read_key(path, what, None))
+        return JOB
+
+    def list_or_empty(self, path, what="", **query):
+        self.keys.append(_together.read_key(path, what, _api.list_query(**query)))
+        return []
+
+
+@pytest.mark.parametrize("kind", ["PyTorchJob", "MPIJob", "PodGroup"])
+def test_the_reads_asked_ahead_for_a_job_are_those_its_explanation_makes(kind):
+    """gather asks for a found job's reads as it starts (``reads``): each under the very key the explanation then
+    reads it by, and none it does not make (a read asked ahead under another name or query is sent for nothing)."""
+    job = {"kind": kind, "namespace": "team-a", "name": "resnet"}
+    ahead = [_together.read_key(*r) for r in _gang_info_job.reads(job)]
+    client = _ReadKeys()
+    facts = {"lists": {"volcano": {"podgroups": [{"metadata": {"namespace": "team-a", "name": "resnet"}}]}}}
+    assert _gang_info_job.explain(client, job, facts, [], [])["found"]
+    assert sorted(ahead) == sorted(client.keys) and len(ahead) == (3 if kind == "PodGroup" else 4)
+    assert _gang_info_job.reads(None) == []
