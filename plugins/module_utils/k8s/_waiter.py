@@ -11,6 +11,9 @@ import time
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, GangError
 
+# the longest a watch round of wait_pod_bound lasts: its between() and give_up() are asked at least this often
+ROUND = 2.0
+
 
 class WaitTimeout(GangError):
     pass
@@ -87,28 +90,48 @@ class Watcher:
         return False
 
 
-def wait_pod_bound(client, ns: str, pod: dict, timeout: float, clock=time.monotonic, between=None) -> bool:
+def wait_pod_bound(
+    client, ns: str, pod: dict, timeout: float, clock=time.monotonic, between=None, seen=None, give_up=None
+) -> bool:
     """True once Pod ``pod`` (as the API server returned it on create) has a node, False after ``timeout``
-    (or when it is deleted): a watch of that name from the object's resourceVersion, in short rounds with
-    ``between()`` called before each (it may raise to stop), instead of polling the pod."""
+    (or when it is deleted): a watch of that name from the object's resourceVersion, in short rounds (ROUND seconds)
+    with ``between()`` called before each (it may raise to stop), instead of polling the pod. ``seen``: a dict that
+    keeps the pod as last seen (``seen["pod"]``); ``give_up(pod)``, asked on each change of the pod and before each
+    round (None before any change): True ends the wait, False returned."""
     name = pod["metadata"]["name"]
     if (pod.get("spec") or {}).get("nodeName"):
         return True
     w = Watcher(client, _api.path("Pod", ns), f"Pod {ns}/{name}", clock=clock, fieldSelector=f"metadata.name={name}")
     w.rv = pod["metadata"].get("resourceVersion") or None
-    state = {"gone": False}
+    state: dict = {"gone": False, "pod": None, "gave_up": False}
 
     def on_event(kind, obj, _store):
-        state["gone"] = kind == "DELETED"
-        return state["gone"] or bool((obj.get("spec") or {}).get("nodeName"))
+        state["gone"], state["pod"] = kind == "DELETED", obj
+        if seen is not None:
+            seen["pod"] = obj
+        if state["gone"] or (obj.get("spec") or {}).get("nodeName"):
+            return True
+        state["gave_up"] = give_up is not None and give_up(obj)
+        return state["gave_up"]
 
     deadline = clock() + timeout
     while clock() < deadline:
         if between is not None:
             between()
-        if w.run(on_event, min(2.0, deadline - clock())):
-            return not state["gone"]
+        if give_up is not None and give_up(state["pod"]):
+            return False
+        if w.run(on_event, min(ROUND, deadline - clock())):
+            return not state["gone"] and not state["gave_up"]
     return False
+
+
+def refusal(pod: dict | None) -> str | None:
+    """What the scheduler said of a pod it did not bind: its PodScheduled condition when False ('reason: message'),
+    else None (no scheduler has written one)."""
+    for c in ((pod or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return ": ".join(str(x) for x in (c.get("reason"), c.get("message")) if x) or "PodScheduled False"
+    return None
 
 
 def rollout_complete(dep: dict) -> tuple[bool, str]:

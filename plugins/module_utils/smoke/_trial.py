@@ -16,7 +16,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._excepti
     GangError,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import wait_pod_bound
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._waiter import refusal, wait_pod_bound
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry, _smoke_objects
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _queue, _verdict, _watch
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._diagnosis import (
@@ -34,6 +34,10 @@ ACCOUNT_WAIT = 60.0
 # the liveness canary: one member of a gang of one, no GPU, so any live scheduler serving the name binds it
 CANARY_RESOURCES = {"cpu": "10m", "memory": "16Mi"}
 CANARY_LABEL = "gangsched.kubeflow/canary"
+# how long a canary the scheduler refused is given before a fresh one asks again (once): a scheduler that looked at it
+# before its caches held the canary's new PodGroup refuses it (scheduler-plugins' Coscheduling: "PodGroup not found"),
+# and tries such a pod again on its next flush of unschedulable pods, 5 minutes later by default
+CANARY_RETRY = 5.0
 
 
 class Trial:
@@ -93,21 +97,53 @@ class Trial:
 
     def canary(self, n: int, timeout: float) -> float | None:
         """The liveness proof: a gang of one (its own PodGroup, no GPU, 10m CPU) for the gang's scheduler
-        name; seconds until it was bound, or None when it was not within ``timeout``. Removed at once."""
+        name; seconds until it was bound, or None when it was not within ``timeout``. Removed at once. One the
+        scheduler refused (its PodScheduled condition False) for CANARY_RETRY seconds is replaced by a fresh one, once,
+        within the same ``timeout``; when none was bound, ``canary_problem`` names what the scheduler said, if it said
+        anything."""
+        t0 = self.clock()
+        deadline = t0 + timeout
+        said = None
+        for fresh in (False, True):
+            seen: dict = {}
+            retry: dict = {}
+
+            def give_up(pod, fresh=fresh, retry=retry):
+                # the first canary only, once refused for CANARY_RETRY seconds, with time left for a fresh one
+                if fresh or refusal(pod) is None:
+                    return False
+                refused_at = retry.setdefault("refused_at", self.clock())
+                retry["now"] = self.clock() - refused_at >= CANARY_RETRY and deadline - self.clock() >= CANARY_RETRY
+                return retry["now"]
+
+            name = f"smoke-{self.run_id}-live{n}{'b' if fresh else ''}"
+            if self._canary_once(name, deadline, seen, give_up):
+                return round(self.clock() - t0, 2)
+            said = refusal(seen.get("pod"))
+            if not retry.get("now"):
+                break
+        if said and not self.canary_problem:
+            self.canary_problem = (
+                f"{self.describe} looked at the liveness canary (a pod of its own gang of one, no GPU, schedulerName "
+                f"{self.sname!r}) but did not bind it in {timeout:g}s, nor a fresh one: it said {said}. It runs, but "
+                "refuses a gang of one that needs no GPU; no gang was run. Read that message and its log"
+            )
+        return None
+
+    def _canary_once(self, name: str, deadline: float, seen: dict, give_up) -> bool:
+        """One canary ``name``: created, watched until bound (and, on a path with a decision, its PodGroup marked
+        scheduled) by ``deadline`` or until ``give_up``, then removed."""
         gang, sname = self.params["gang_scheduler"], self.sname
-        name = f"smoke-{self.run_id}-live{n}"
         docs, _selector = _smoke_objects.pods(self.ns, name, self.run_id, 1, CANARY_RESOURCES, gang, sname)
         for d in docs:
             d["metadata"]["labels"] = {**d["metadata"]["labels"], CANARY_LABEL: "true"}
-        t0 = self.clock()
         pod = [o for o in self.create(docs) if o.get("kind") == "Pod"][0]
         try:
-            left = timeout - (self.clock() - t0)
-            if not wait_pod_bound(self.client, self.ns, pod, left, self.clock, between=self.check_controller):
-                return None
-            if self.decision and not self._canary_decided(name, t0 + timeout):
-                return None
-            return round(self.clock() - t0, 2)
+            left = deadline - self.clock()
+            bound = wait_pod_bound(
+                self.client, self.ns, pod, left, self.clock, between=self.check_controller, seen=seen, give_up=give_up
+            )
+            return bound and (not self.decision or self._canary_decided(name, deadline))
         finally:
             for d in reversed(docs):
                 try:

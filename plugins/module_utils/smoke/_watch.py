@@ -120,6 +120,7 @@ def probe_scheduler(trial, gang: _verdict.Gang, state: dict, now: float) -> None
     if "during" in trial.liveness or now < state.get("probe_at", 0) or not gang.unproven(now, settle):
         return
     state["probes"] = state.get("probes", 1) + 1
+    trial.canary_problem = None  # this canary's, if it fails
     try:
         secs = trial.canary(state["probes"], trial.params["liveness_timeout"])
     except ApiError as e:
@@ -130,7 +131,8 @@ def probe_scheduler(trial, gang: _verdict.Gang, state: dict, now: float) -> None
     trial.liveness["during"] = secs
     if secs is None:
         raise SchedulerDown(
-            f"{trial.describe} stopped scheduling: it bound the first liveness canary but "
+            trial.canary_problem
+            or f"{trial.describe} stopped scheduling: it bound the first liveness canary but "
             f"not a second one in {trial.params['liveness_timeout']}s, {now:.0f}s into the test, while "
             "no member of the gang was bound or rejected (frozen, hung, or lost its leader lease); "
             "check its process and log"

@@ -262,6 +262,34 @@ def _problems(lab, threshold: int = 60) -> list[str]:
     return [f"{p['object']}: {p['message']}" for p in info["problems"]]
 
 
+@contextmanager
+def refusing_every_pod(core):
+    """Every node tainted NoSchedule (no canary tolerates it): a live scheduler looks at each pod and refuses it,
+    with its word in the pod's PodScheduled condition. The taints are taken off whatever happens."""
+    taint = {"key": "gangsched.test/refuse", "effect": "NoSchedule"}
+    before = {n.metadata.name: [t.to_dict() for t in n.spec.taints or []] for n in core.list_node().items}
+    for name, taints in before.items():
+        core.patch_node(name, {"spec": {"taints": [*taints, taint]}})
+    try:
+        yield
+    finally:
+        for name, taints in before.items():
+            core.patch_node(name, {"spec": {"taints": taints or None}})
+
+
+@pytest.mark.parametrize("scheduler", ["volcano", "scheduler_plugins"])
+def test_a_refused_canary_is_tried_afresh_and_the_schedulers_word_is_the_cause(volcano, sp, core, scheduler):
+    """A live scheduler that refuses the canary is not called frozen or hung: a fresh canary is tried once, and the
+    cause gives what the scheduler said of it."""
+    with refusing_every_pod(core):
+        res = run_module(volcano, "gang_smoke_test", _smoke_args(gang_scheduler=scheduler, liveness_timeout=12))
+    assert res.get("failed") is True and res["verdict"] == "error", res
+    assert "looked at the liveness canary" in res["cause"] and "nor a fresh one: it said" in res["cause"], res["cause"]
+    assert "taint" in res["cause"] and "frozen" not in res["cause"], res["cause"]  # the scheduler's own word
+    assert "gang" not in res and res["liveness"]["canary_seconds"] is None, res
+    assert _leftovers(core) == []
+
+
 @pytest.mark.parametrize("expect", ["pending", "auto"])
 def test_frozen_scheduler_is_not_a_proof_and_is_named(volcano, core, namespace, expect):
     with frozen(volcano):

@@ -16,6 +16,7 @@ from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slot
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _trainjobs
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _capacity as C
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Forbidden, GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _waiter
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _smoke_objects
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis, _smoke, _sweep, _trial, _watch
@@ -293,6 +294,69 @@ def test_a_canary_deleted_while_watched_is_not_bound():
 
     pod = {"metadata": {"name": "p", "resourceVersion": "3"}, "spec": {}}
     assert wait_pod_bound(_Deletes(), "ns", pod, 5) is False
+
+
+class _Refuses(FakeClient):
+    """A scheduler that looks at a canary and refuses it (its PodScheduled condition False, as Coscheduling says when
+    its cache does not hold the new PodGroup yet); with ``binds_fresh``, it binds the fresh canary made after."""
+
+    SAID = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "PodGroup not found"}
+
+    def __init__(self, binds_fresh: bool):
+        super().__init__(bind=False)
+        self.binds_fresh = binds_fresh
+
+    def watch(self, path, timeout_seconds, what="", fieldSelector=None, **query):
+        self.calls.append(("WATCH", path))
+        name = (fieldSelector or "").partition("metadata.name=")[2]
+        obj = self.objects.get(f"{path}/{name}")
+        if obj is not None:
+            if self.binds_fresh and name.endswith("b-0"):
+                obj["spec"] = {**obj["spec"], "nodeName": "g1"}
+            else:
+                obj["status"] = {"conditions": [self.SAID]}
+            yield {"type": "MODIFIED", "object": obj}
+            if obj["spec"].get("nodeName"):
+                return
+        time.sleep(min(0.05, timeout_seconds))
+
+
+def test_a_refused_canary_is_replaced_once_by_a_fresh_one(monkeypatch):
+    """A scheduler that refused the canary (it looked before its caches held the new PodGroup) is asked again with a
+    fresh canary after CANARY_RETRY seconds, within the same liveness timeout; it binds that one."""
+    monkeypatch.setattr(_trial, "CANARY_RETRY", 0.2)
+    monkeypatch.setattr(_waiter, "ROUND", 0.1)
+    client = _Refuses(binds_fresh=True)
+    trial = _trial.Trial(client, params(liveness_timeout=2), "r1", "volcano", WHO)
+    secs = trial.canary(1, 2)
+    assert secs is not None and 0.2 <= secs < 2, secs
+    pods = [p for m, p in client.writes if m == "POST" and p.endswith("/pods")]
+    assert len(pods) == 2 and trial.canary_problem is None
+    # both removed at once
+    assert client.objects == {}
+
+
+def test_a_canary_refused_twice_names_what_the_scheduler_said(monkeypatch):
+    monkeypatch.setattr(_trial, "CANARY_RETRY", 0.2)
+    monkeypatch.setattr(_waiter, "ROUND", 0.1)
+    client = _Refuses(binds_fresh=False)
+    res = _smoke.run(client, params(replicas=2, expect="pending", liveness_timeout=1), False, print)
+    assert res["verdict"] == V.ERROR and res["ok"] is False
+    assert res["cause"].startswith(WHO + " looked at the liveness canary"), res["cause"]
+    assert "nor a fresh one: it said Unschedulable: PodGroup not found" in res["cause"], res["cause"]
+    pods = [p for m, p in client.writes if m == "POST" and p.endswith("/pods")]
+    assert len(pods) == 2, client.writes
+
+
+def test_a_canary_no_scheduler_looked_at_is_not_replaced(monkeypatch):
+    """No word from any scheduler (frozen, or serving another name): the same canary is waited for, the whole
+    timeout, and the cause is the scheduler not scheduling."""
+    monkeypatch.setattr(_trial, "CANARY_RETRY", 0.2)
+    monkeypatch.setattr(_waiter, "ROUND", 0.1)
+    client = FakeClient(bind=False)
+    trial = _trial.Trial(client, params(liveness_timeout=1), "r1", "volcano", WHO)
+    assert trial.canary(1, 1) is None and trial.canary_problem is None
+    assert len([p for m, p in client.writes if m == "POST" and p.endswith("/pods")]) == 1
 
 
 def test_the_canary_stops_when_the_controller_is_gone(monkeypatch):
