@@ -103,20 +103,23 @@ class Trial:
         anything."""
         t0 = self.clock()
         deadline = t0 + timeout
-        said = None
+        said, tried = None, 0
         for fresh in (False, True):
             seen: dict = {}
             retry: dict = {}
 
             def give_up(pod, fresh=fresh, retry=retry):
-                # the first canary only, once refused for CANARY_RETRY seconds, with time left for a fresh one
-                if fresh or refusal(pod) is None:
+                # the first canary only, once refused for CANARY_RETRY seconds, with time left for a fresh one; not
+                # one held by a scheduling gate (a fresh one would be held too)
+                word = refusal(pod)
+                if fresh or word is None or word.startswith("SchedulingGated"):
                     return False
                 refused_at = retry.setdefault("refused_at", self.clock())
                 retry["now"] = self.clock() - refused_at >= CANARY_RETRY and deadline - self.clock() >= CANARY_RETRY
                 return retry["now"]
 
             name = f"smoke-{self.run_id}-live{n}{'b' if fresh else ''}"
+            tried += 1
             if self._canary_once(name, deadline, seen, give_up):
                 return round(self.clock() - t0, 2)
             said = refusal(seen.get("pod"))
@@ -125,8 +128,9 @@ class Trial:
         if said and not self.canary_problem:
             self.canary_problem = (
                 f"{self.describe} looked at the liveness canary (a pod of its own gang of one, no GPU, schedulerName "
-                f"{self.sname!r}) but did not bind it in {timeout:g}s, nor a fresh one: it said {said}. It runs, but "
-                "refuses a gang of one that needs no GPU; no gang was run. Read that message and its log"
+                f"{self.sname!r}) but did not bind it in {timeout:g}s{', nor a fresh one' if tried > 1 else ''}: it "
+                f"said {said}. It runs, but does not bind a gang of one that needs no GPU; no gang was run. Read that "
+                "message and its log"
             )
         return None
 

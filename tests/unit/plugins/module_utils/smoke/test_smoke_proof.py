@@ -348,6 +348,18 @@ def test_a_canary_refused_twice_names_what_the_scheduler_said(monkeypatch):
     assert len(pods) == 2, client.writes
 
 
+def test_a_canary_held_by_a_scheduling_gate_is_not_replaced(monkeypatch):
+    """A pod held by a scheduling gate was not refused by the scheduler: a fresh canary would be held too."""
+    monkeypatch.setattr(_trial, "CANARY_RETRY", 0.2)
+    monkeypatch.setattr(_waiter, "ROUND", 0.1)
+    client = _Refuses(binds_fresh=True)
+    client.SAID = {**_Refuses.SAID, "reason": "SchedulingGated", "message": "Scheduling is blocked due to gates"}
+    trial = _trial.Trial(client, params(liveness_timeout=1), "r1", "volcano", WHO)
+    assert trial.canary(1, 1) is None
+    assert len([p for m, p in client.writes if m == "POST" and p.endswith("/pods")]) == 1
+    assert "did not bind it in 1s: it said SchedulingGated: Scheduling is blocked" in trial.canary_problem
+
+
 def test_a_canary_no_scheduler_looked_at_is_not_replaced(monkeypatch):
     """No word from any scheduler (frozen, or serving another name): the same canary is waited for, the whole
     timeout, and the cause is the scheduler not scheduling."""
