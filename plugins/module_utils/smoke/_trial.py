@@ -107,17 +107,7 @@ class Trial:
         for fresh in (False, True):
             seen: dict = {}
             retry: dict = {}
-
-            def give_up(pod, fresh=fresh, retry=retry):
-                # the first canary only, once refused for CANARY_RETRY seconds, with time left for a fresh one; not
-                # one held by a scheduling gate (a fresh one would be held too)
-                word = refusal(pod)
-                if fresh or word is None or word.startswith("SchedulingGated"):
-                    return False
-                refused_at = retry.setdefault("refused_at", self.clock())
-                retry["now"] = self.clock() - refused_at >= CANARY_RETRY and deadline - self.clock() >= CANARY_RETRY
-                return retry["now"]
-
+            give_up = None if fresh else self._refused_long(deadline, retry)
             name = f"smoke-{self.run_id}-live{n}{'b' if fresh else ''}"
             tried += 1
             if self._canary_once(name, deadline, seen, give_up):
@@ -133,6 +123,21 @@ class Trial:
                 "message and its log"
             )
         return None
+
+    def _refused_long(self, deadline: float, retry: dict):
+        """``give_up`` for the first canary: True (and ``retry["now"]``) once the scheduler has refused it for
+        CANARY_RETRY seconds, with as long left for a fresh one; never for one held by a scheduling gate (a fresh one
+        would be held too)."""
+
+        def give_up(pod) -> bool:
+            word = refusal(pod)
+            if word is None or word.startswith("SchedulingGated"):
+                return False
+            refused_at = retry.setdefault("refused_at", self.clock())
+            retry["now"] = self.clock() - refused_at >= CANARY_RETRY and deadline - self.clock() >= CANARY_RETRY
+            return retry["now"]
+
+        return give_up
 
     def _canary_once(self, name: str, deadline: float, seen: dict, give_up) -> bool:
         """One canary ``name``: created, watched until bound (and, on a path with a decision, its PodGroup marked
