@@ -65,12 +65,15 @@ class Forwarder:
             try:
                 up = socket.create_connection(self.target, timeout=5)
                 up.settimeout(None)
-                # each chunk passed on at once, as by the clients and servers on either side (Go's and urllib3's
-                # sockets set TCP_NODELAY): with Nagle's algorithm on, a chunk sent while the one before waits
-                # for its ACK was held until the peer's delayed ACK, up to 40 ms, which no direct path has
-                for s in (conn, up):
-                    with contextlib.suppress(OSError):
-                        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                # a cluster a round trip away (lab.latency): each chunk passed on when its delay is over, as by the
+                # clients and servers on either side (Go's and urllib3's sockets set TCP_NODELAY); with Nagle's
+                # algorithm on, a chunk sent while the one before waited for its ACK was held until the peer's delayed
+                # ACK, up to 40 ms more, which no direct path has. The pods' forwarders (no delay) are left as they
+                # were: two runs of make test with it on there each missed a scheduler's reaction once, unexplained
+                if self.delay:
+                    for s in (conn, up):
+                        with contextlib.suppress(OSError):
+                            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 conn.close()
                 continue
