@@ -38,11 +38,11 @@ description:
     says Ready. So before the gang is created, a canary is run: a gang of one (its own PodGroup and one
     pod, no GPU, 10m CPU, labelled with the run id) for the gang's scheduler name. It must be bound within
     O(liveness_timeout) seconds, else the verdict is V(error) with a cause naming the scheduler, and no
-    gang is run. A canary the scheduler refused (its PodScheduled condition False; a scheduler whose cache does not
-    hold the new PodGroup yet refuses it, and tries it again only on its next flush of unschedulable pods, 5 minutes
-    later by default) is replaced once by a fresh one after 5 seconds, within the same O(liveness_timeout); when
-    neither is bound, the cause gives what the scheduler said. When no member is bound for O(settle_seconds) and the scheduler has not rejected the
-    whole gang, a second canary is run; if that one is not bound the verdict is V(error) naming the
+    gang is run. A canary the scheduler refused (its PodScheduled condition False; a scheduler that looked before its
+    cache held the new PodGroup refuses it, and unless an event moves it back, tries it again when it flushes
+    unschedulable pods, after 5 minutes by default) is replaced once by a fresh one after 5 seconds, within the same
+    O(liveness_timeout); when neither is bound, the cause gives what the scheduler said. When no member is bound for
+    O(settle_seconds) and the scheduler has not rejected the whole gang, a second canary is run; if that one is not bound the verdict is V(error) naming the
     scheduler (it stopped scheduling), else the test waits for the rejection until O(timeout) and ends
     V(inconclusive) without it. RV(liveness) gives the canaries' times."
   - "Every input is checked before anything is created: O(namespace) is not a system namespace

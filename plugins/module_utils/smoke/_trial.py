@@ -36,7 +36,8 @@ CANARY_RESOURCES = {"cpu": "10m", "memory": "16Mi"}
 CANARY_LABEL = "gangsched.kubeflow/canary"
 # how long a canary the scheduler refused is given before a fresh one asks again (once): a scheduler that looked at it
 # before its caches held the canary's new PodGroup refuses it (scheduler-plugins' Coscheduling: "PodGroup not found"),
-# and tries such a pod again on its next flush of unschedulable pods, 5 minutes later by default
+# and unless an event moves it back, kube-scheduler tries it again when it flushes unschedulable pods, after 5 minutes
+# by default
 CANARY_RETRY = 5.0
 
 
