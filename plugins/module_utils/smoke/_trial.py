@@ -104,13 +104,12 @@ class Trial:
         anything."""
         t0 = self.clock()
         deadline = t0 + timeout
-        said, tried = None, 0
+        said = None
         for fresh in (False, True):
             seen: dict = {}
             retry: dict = {}
             give_up = None if fresh else self._refused_long(deadline, retry)
             name = f"smoke-{self.run_id}-live{n}{'b' if fresh else ''}"
-            tried += 1
             if self._canary_once(name, deadline, seen, give_up):
                 return round(self.clock() - t0, 2)
             said = refusal(seen.get("pod"))
@@ -119,7 +118,7 @@ class Trial:
         if said and not self.canary_problem:
             self.canary_problem = (
                 f"{self.describe} looked at the liveness canary (a pod of its own gang of one, no GPU, schedulerName "
-                f"{self.sname!r}) but did not bind it in {timeout:g}s{', nor a fresh one' if tried > 1 else ''}: it "
+                f"{self.sname!r}) but did not bind it in {timeout:g}s{', nor a fresh one' if fresh else ''}: it "
                 f"said {said}. It runs, but does not bind a gang of one that needs no GPU; no gang was run. Read that "
                 "message and its log"
             )
