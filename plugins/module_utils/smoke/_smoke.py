@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _report, _verdict
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._diagnosis import (
     describe_scheduler,
@@ -21,19 +22,22 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._smoke_in
     check_report_dir,
     expected,
     preflight,
+    preflight_reads,
     validate,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._sweep import (
     find_stale,
     remove_stale,
     stale_pods,
+    stale_reads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke._trial import Trial, conduct
 
 
 def run_absent(client, check_mode: bool) -> dict:
     """state=absent: remove everything any smoke run left behind, in all namespaces."""
-    removed, left = remove_stale(client, None, None, check_mode)
+    with _together.ahead(client, stale_reads(None, None)):
+        removed, left = remove_stale(client, None, None, check_mode)
     return {"changed": bool(removed), "stale_removed": removed, "left_behind": left}
 
 
@@ -72,8 +76,10 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     run_id = params.get("run_id") or uuid.uuid4().hex[:8]
     # an earlier run interrupted before its cleanup may hold GPUs here: its pods do not count in the
     # capacity maths, and what it left is removed once every input is known to be good (one scan for both)
-    found = find_stale(client, params["namespace"], run_id)
-    pf = preflight(client, params, stale_pods(client, params["namespace"], run_id, found))
+    # the sweep's lists and the preflight's reads asked for together (the nodes and pods are scanned together next)
+    with _together.ahead(client, stale_reads(params["namespace"], run_id) + preflight_reads(params)):
+        found = find_stale(client, params["namespace"], run_id)
+        pf = preflight(client, params, stale_pods(client, params["namespace"], run_id, found))
     exp, cap = expected(params, resources, pf["nodes"], pf["pods"])
     stale, stale_left = remove_stale(client, params["namespace"], run_id, check_mode, found=found)
     if stale_left:

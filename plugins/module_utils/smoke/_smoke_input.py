@@ -18,7 +18,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _workloads,
 )
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 # namespaces a smoke test does not run in unless allow_system_namespace (the schedulers' own namespaces
@@ -188,6 +188,44 @@ def check_report_dir(path: str | None, check_mode: bool) -> None:
         ) from None
 
 
+def _job_crds(workload: str) -> list[tuple[str, str]]:
+    """(CRD, the component that installs it) of each CRD ``workload`` needs Established."""
+    if workload == "trainjob":
+        return [(c["crd"], c["label"]) for c in _trainjobs.TRAINJOB_CONTROLLERS.values()]
+    return [_workloads.JOB_CRDS[workload]] if workload in _workloads.JOB_CRDS else []
+
+
+def _runtime_read(name: str) -> tuple[str, str, None]:
+    """The read of the user's ClusterTrainingRuntime ``name`` (trainer_runtime): (path, what, query)."""
+    return _api.path("ClusterTrainingRuntime", name=name), f"ClusterTrainingRuntime {name}", None
+
+
+def _nodes(client) -> list:
+    return client.scan(_api.path("Node"), what="Nodes", keep=_capacity.slim_node)
+
+
+def _pods(client) -> list:
+    return client.scan(
+        _api.path("Pod"),
+        what="Pods (all namespaces)",
+        keep=_capacity.slim_pod,
+        fieldSelector="status.phase!=Succeeded,status.phase!=Failed",
+    )
+
+
+def preflight_reads(params: dict) -> list[tuple]:
+    """The reads ``preflight`` makes whatever it finds, before the nodes and the pods, as (path, what, query): asked
+    for at once (``_together.ahead``) as the run starts, with those of the sweep, instead of one after another."""
+    path = _registry.get(params["gang_scheduler"])
+    group = path.served_group()
+    reads = [_service.group_read(group[0])] if group else [_service.crd_read(path.crd())] if path.crd() else []
+    reads += [_service.crd_read(name) for name, _op in _job_crds(params["workload"])]
+    reads += _service.early_lists()
+    if params["workload"] == "trainjob" and params.get("trainer_runtime"):
+        reads.append(_runtime_read(params["trainer_runtime"]))
+    return reads
+
+
 def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     """CRDs, the scheduler, its namespace, and nodes and pods for the capacity maths (``exclude``:
     'ns/name' of pods that do not count, such as an earlier run's, about to be removed)."""
@@ -202,10 +240,7 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
         if not _service.crd_established(_service.crd(client, crd_name)):
             raise GangError(f"CustomResourceDefinition {crd_name} is missing: install {gang.replace('_', '-')} first")
     wl = params["workload"]
-    crds = [_workloads.JOB_CRDS[wl]] if wl in _workloads.JOB_CRDS else []
-    if wl == "trainjob":
-        crds = [(c["crd"], c["label"]) for c in _trainjobs.TRAINJOB_CONTROLLERS.values()]
-    for name, op in crds:
+    for name, op in _job_crds(wl):
         if not _service.crd_established(_service.crd(client, name)):
             raise GangError(
                 f"CustomResourceDefinition {name} is missing: install {op.replace('_', '-')} first (workload={wl})"
@@ -220,13 +255,7 @@ def preflight(client, params: dict, exclude: frozenset = frozenset()) -> dict:
     trainer: dict = {}
     if wl == "trainjob":
         trainer = trainjob_preflight(client, params, deployments, sname)
-    nodes = client.scan(_api.path("Node"), what="Nodes", keep=_capacity.slim_node)
-    pods = client.scan(
-        _api.path("Pod"),
-        what="Pods (all namespaces)",
-        keep=_capacity.slim_pod,
-        fieldSelector="status.phase!=Succeeded,status.phase!=Failed",
-    )
+    nodes, pods = _together.each(client, lambda scan: scan(client), (_nodes, _pods))
     if exclude:
         pods = [p for p in pods if f"{p['metadata'].get('namespace')}/{p['metadata'].get('name')}" not in exclude]
     return {
@@ -253,8 +282,8 @@ def trainjob_preflight(client, params: dict, deployments: list[dict], sname: str
     }
     name = params.get("trainer_runtime")
     if name:
-        path = _api.path("ClusterTrainingRuntime", name=name)
-        rt = client.get_or_none(path, f"ClusterTrainingRuntime {name}")
+        path, what, _query = _runtime_read(name)
+        rt = client.get_or_none(path, what)
         if rt is None:
             raise GangError(
                 f"ClusterTrainingRuntime {name} not found (trainer_runtime): name an existing one "

@@ -30,11 +30,11 @@ def find_stale(client, namespace: str | None, keep: str | None = None) -> list[t
     than ``keep``, in ``namespace`` or (None) in all namespaces; namespaces labelled by such a run last
     (all-namespace scan only). Objects already being deleted count only when they are pods (their GPUs
     are free only once they are gone)."""
-    sel = _stale_selector(keep)
     out = []
-    for kind, api_version in _smoke_objects.RUN_KINDS:
-        path = _api.path(kind, namespace, api_version_=api_version)
-        for o in client.list_or_empty(path, what=f"{kind}s labelled {_workloads.RUN_LABEL}", labelSelector=sel):
+    lists = _stale_lists(namespace, keep)
+    for i, (kind, api_version) in enumerate(_smoke_objects.RUN_KINDS):
+        path, what, options = lists[i]
+        for o in client.list_or_empty(path, what, **options):
             md = o["metadata"]
             going = bool(md.get("deletionTimestamp"))
             if going and kind != "Pod":
@@ -42,10 +42,30 @@ def find_stale(client, namespace: str | None, keep: str | None = None) -> list[t
             ns, name = md["namespace"], md["name"]
             out.append((_api.path(kind, ns, name, api_version), f"{kind} {ns}/{name}", going))
     if namespace is None:
-        for o in client.list(_api.path("Namespace"), what="Namespaces", labelSelector=sel):
+        path, what, options = lists[-1]
+        for o in client.list(path, what, **options):
             name = o["metadata"]["name"]
             out.append((_api.path("Namespace", name=name), f"Namespace {name}", False))
     return out
+
+
+def _stale_lists(namespace: str | None, keep: str | None) -> list[tuple[str, str, dict]]:
+    """The lists ``find_stale`` makes, as (path, what, the list's options): one per kind of ``RUN_KINDS``, then (all
+    namespaces) the namespaces'."""
+    sel = {"labelSelector": _stale_selector(keep)}
+    lists = [
+        (_api.path(kind, namespace, api_version_=api_version), f"{kind}s labelled {_workloads.RUN_LABEL}", sel)
+        for kind, api_version in _smoke_objects.RUN_KINDS
+    ]
+    if namespace is None:
+        lists.append((_api.path("Namespace"), "Namespaces", sel))
+    return lists
+
+
+def stale_reads(namespace: str | None, keep: str | None) -> list[tuple]:
+    """The reads ``find_stale`` makes, as (path, what, query): asked for at once (``_together.ahead``) instead of one
+    kind after another."""
+    return [(path, what, _api.list_query(**options)) for path, what, options in _stale_lists(namespace, keep)]
 
 
 def stale_pods(client, namespace: str, keep: str, found: list | None = None) -> frozenset:

@@ -15,10 +15,15 @@ import time
 from contextlib import contextmanager
 
 import pytest
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _together
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import Client
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _smoke
+from ansible_collections.gangsched.kubeflow.plugins.modules.gang_smoke_test import argument_spec
 from ansible_run import playbook, run_module
 from kubernetes import client as k
 
 from lab import kube, nodes, procs, scenarios
+from lab.latency import LatencyProxy
 
 RUN_LABEL = "gangsched.kubeflow/smoke-run"
 
@@ -53,6 +58,27 @@ def test_check_mode_predicts_and_creates_nothing(volcano, core):
     assert res["changed"] is False and res["verdict"] is None and res["expected"] == "pending", res
     assert res["capacity"] == {"free_gpus": 4, "fits": False, "slots": 4}
     assert _leftovers(core) == []
+
+
+def test_the_sweep_and_preflight_reads_go_out_together_and_each_is_used(volcano, tmp_path, monkeypatch):
+    """A run in check mode, in process, through a forwarder that holds each chunk sent for 0.1 s: the sweep's lists
+    and the preflight's reads are asked for together (several connections open at once), every one asked ahead is one
+    the run makes (none sent for nothing), and it predicts what it predicts without the forwarder."""
+    blocks, ahead = [], _together.ahead
+    monkeypatch.setattr(_together, "ahead", lambda *a: blocks.append(ahead(*a)) or blocks[-1])
+    params = {"gang_scheduler": "volcano", "workload": "pods", "replicas": 5, "resources": {"nvidia.com/gpu": 1}}
+    for name, spec in argument_spec().items():
+        params.setdefault(name, spec.get("default"))
+    with LatencyProxy(volcano.state()["ports"]["apiserver"], 0.1) as far:
+        client = Client.from_params({"kubeconfig": str(far.kubeconfig(volcano, tmp_path / "far"))})
+        res = _smoke.run(client, params, True, pytest.fail)
+    assert far.most >= 4, f"at most {far.most} connection(s) open at once, of {far.accepted}"
+    assert len(blocks) == 1 and len(blocks[0].reads) >= 10 and blocks[0].unused == [], blocks[0].reads
+    near = _smoke.run(Client.from_params({"kubeconfig": str(volcano.kubeconfig)}), params, True, pytest.fail)
+    assert res["verdict"] is None and res["expected"] == "pending" and res["capacity"]["slots"] == 4, res
+    assert {k: v for k, v in res.items() if k != "stale_removed"} == {
+        k: v for k, v in near.items() if k != "stale_removed"
+    }
 
 
 @pytest.mark.parametrize("scheduler", ["volcano", "scheduler_plugins"])

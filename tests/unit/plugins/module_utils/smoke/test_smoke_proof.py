@@ -16,10 +16,17 @@ from ansible_collections.gangsched.kubeflow.plugins.filter.gang import gang_slot
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _trainjobs
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _capacity as C
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import Forbidden, GangError
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _waiter
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _smoke_objects
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _together, _waiter
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry, _smoke_objects
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _diagnosis, _smoke, _sweep, _trial, _watch
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import (
+    _diagnosis,
+    _smoke,
+    _smoke_input,
+    _sweep,
+    _trial,
+    _watch,
+)
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _queue as _queue_mod
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _verdict as V
 
@@ -764,6 +771,64 @@ def test_a_trainjob_verdict_rests_on_trainers_podgroup_for_the_whole_gang(
     ]
     if verdict == V.GANG_HELD_RUNNING:
         assert g["podgroup"] == {"name": "smoke-r1-gang", "min_member": 2, "owners": ["TrainJob smoke-r1-gang"]}
+
+
+class _ReadKeys(_TrainerClient):
+    """Trainer, JobSet and Volcano running, the native gang's API served, a ClusterTrainingRuntime torch; records each
+    read as the client's ``get`` keys it (``_together.read_key``): a list's query is its first page's."""
+
+    def __init__(self):
+        super().__init__(deployments=[_volcano(), TRAINER, JOBSET])
+        self.keys: list[tuple] = []
+        self.objects["/apis/scheduling.k8s.io"] = {"versions": [{"version": "v1beta1"}]}
+        self.objects["/apis/scheduling.k8s.io/v1beta1"] = {"resources": [{"name": "workloads"}, {"name": "podgroups"}]}
+        self.objects[f"{CTR}/torch"] = {"metadata": {"name": "torch"}, "spec": {}}
+
+    def get(self, path, what="", query=None, retry_for=None):
+        self.keys.append(_together.read_key(path, what, query))
+        return super().get(path, what, query, retry_for)
+
+    def get_or_none(self, path, what=""):
+        self.keys.append(_together.read_key(path, what, None))
+        return super().get_or_none(path, what)
+
+    def list(self, path, what="", **query):
+        self.keys.append(_together.read_key(path, what, _api.list_query(**query)))
+        return super().list(path, what, **query)
+
+    list_or_empty = list
+
+
+@pytest.mark.parametrize(
+    "gang,workload,runtime",
+    [(gang, "pods", None) for gang in _registry.GANG_PATHS]
+    + [("volcano", "pytorchjob", None), ("volcano", "trainjob", "torch"), ("scheduler_plugins", "trainjob", None)],
+)
+def test_the_reads_asked_ahead_of_a_run_are_those_its_sweep_and_preflight_make(gang, workload, runtime, monkeypatch):
+    """The sweep's lists and the preflight's reads (the path's CRD or API group, the job's CRDs, the Deployments, the
+    kube-scheduler static pods, the user's runtime) are asked for together as a run starts, under the very keys the
+    run then reads them by: a read asked ahead under another name or query would be sent for nothing, and one the run
+    makes that was not asked ahead would go one after another again (only those that depend on another's answer: a
+    scheduler's ConfigMap, the API group's versions)."""
+    client = _ReadKeys()
+    # which scheduler serves the name is not what this test is about: the reads are the same on any cluster
+    monkeypatch.setattr(_registry, "derive_scheduler_name", lambda _gang, given, _schedulers: given or "volcano")
+    p = params(gang_scheduler=gang, workload=workload, trainer_runtime=runtime)
+    ahead = [_together.read_key(*r) for r in _sweep.stale_reads("gangsched-smoke", "r1")]
+    ahead += [_together.read_key(*r) for r in _smoke_input.preflight_reads(p)]
+    found = _sweep.find_stale(client, "gangsched-smoke", "r1")
+    pf = _smoke_input.preflight(client, p, _sweep.stale_pods(client, "gangsched-smoke", "r1", found))
+    assert pf["scheduler_name"]
+    made = client.keys
+    assert [k for k in ahead if k not in made] == []
+    later = [k for k in made if k not in ahead]
+    assert all("/configmaps/" in k[0] or k[0] == "/apis/scheduling.k8s.io/v1beta1" for k in later), later
+    assert (runtime is not None) == any(k[0] == f"{CTR}/torch" for k in ahead)
+    # all namespaces (state=absent): the namespaces' list too
+    client.keys.clear()
+    ahead = [_together.read_key(*r) for r in _sweep.stale_reads(None, None)]
+    _sweep.find_stale(client, None)
+    assert sorted(client.keys) == sorted(ahead) and ahead[-1][0] == "/api/v1/namespaces"
 
 
 class _Recorder(FakeClient):
