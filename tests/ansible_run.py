@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from lab import build
@@ -301,3 +302,24 @@ def kubectl(lab, *args: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=300,
     )
+
+
+def fails_within_api_timeout(lab, module: str, host: str, refused: dict, runs: list[dict]) -> None:
+    """Each of ``runs`` (``module``'s arguments) against ``host``, a listener that never answers a byte, with an
+    ``api_timeout`` of 3 s: the task fails within it (not once per request), next to the same module's start-up cost
+    measured now (``refused``: arguments it refuses before any request, once ``api_timeout`` is 0), with a message
+    naming the server and the option and no traceback."""
+    conn = {"host": host, "api_key": "x", "validate_certs": False, "api_timeout": 3}
+    t0 = time.monotonic()
+    quick = run_module(lab, module, {**refused, "api_timeout": 0})
+    start_up = time.monotonic() - t0
+    assert quick.get("failed") is True and "api_timeout must be >= 1" in quick["msg"], quick
+    for args in runs:
+        t1 = time.monotonic()
+        res = run_module(lab, module, {**args, **conn})
+        took = time.monotonic() - t1
+        assert res.get("failed") is True, (args, res)
+        assert "did not answer within 3s (api_timeout)" in res["msg"], (args, res["msg"])
+        assert host in res["msg"] and "Traceback" not in res["msg"], (args, res["msg"])
+        # api_timeout bounds the run, not the default 30 s: discovery, then at most one more call before it fails
+        assert took < 1.5 * start_up + 2 * 3 + 5, (args, took, start_up)

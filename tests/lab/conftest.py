@@ -6,6 +6,7 @@ every component's log (and of every runner pod's) is attached to the report."""
 
 from __future__ import annotations
 
+import socket
 import uuid
 
 import pytest
@@ -44,6 +45,15 @@ def volcano(lab):
     """Volcano's CRDs and vc-scheduler (the lab's own minimal Deployment), run by the runner."""
     scenarios.install_volcano(lab)
     return lab
+
+
+@pytest.fixture(scope="module")
+def silent_server():
+    """A real listener on loopback that accepts connections and never answers a byte: its https URL."""
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(64)
+        yield f"https://127.0.0.1:{srv.getsockname()[1]}"
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from ansible_run import kubectl, run_module
+from ansible_run import fails_within_api_timeout, kubectl, run_module
 
 from lab import kube
 from lab.latency import LatencyProxy
@@ -127,34 +127,12 @@ def test_a_helm_release_as_installed_and_after(lab, namespace, tmp_path):
     assert res["drifted"][0]["why"] == "chart tiny-0.1.0 runs, not tiny-0.2.0", res
 
 
-def test_a_silent_api_server_fails_within_api_timeout_naming_it(lab):
+def test_a_silent_api_server_fails_within_api_timeout_naming_it(lab, silent_server):
     """A real listener that accepts connections and never answers a byte: drift fails within its api_timeout (3 s
     here), next to the same run's start-up cost measured now (a run refused before any request), with the message
     naming the server and the option, for objects and for a Helm release alike."""
-    import socket
-    import time
-
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(16)
-        host = f"https://127.0.0.1:{silent.getsockname()[1]}"
-        conn = {"host": host, "api_key": "x", "validate_certs": False, "api_timeout": 3}
-        t0 = time.monotonic()
-        quick = run_module(lab, "drift", {"definition": [cm("default", "c", k="v")], "api_timeout": 0})
-        start_up = time.monotonic() - t0
-        assert quick.get("failed") is True and "api_timeout must be >= 1" in quick["msg"], quick
-        asked = {
-            "objects": {"definition": [cm("default", "c", k="v")]},
-            "helm_release": {
-                "helm_release": {"release_name": "r", "release_namespace": "default", "chart_ref": "/nonexistent"}
-            },
-        }
-        for what, args in asked.items():
-            t1 = time.monotonic()
-            res = run_module(lab, "drift", {**args, **conn})
-            took = time.monotonic() - t1
-            assert res.get("failed") is True, (what, res)
-            assert "did not answer within 3s (api_timeout)" in res["msg"], (what, res["msg"])
-            assert host in res["msg"] and "Traceback" not in res["msg"], (what, res["msg"])
-            # api_timeout bounds each call, not the default 30 s: discovery, then at most one more call before it fails
-            assert took < 1.5 * start_up + 2 * 3 + 5, (what, took, start_up)
+    definition = [cm("default", "c", k="v")]
+    release = {"release_name": "r", "release_namespace": "default", "chart_ref": "/nonexistent"}
+    fails_within_api_timeout(
+        lab, "drift", silent_server, {"definition": definition}, [{"definition": definition}, {"helm_release": release}]
+    )

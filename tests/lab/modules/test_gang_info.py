@@ -185,18 +185,6 @@ def test_gpu_nodes_nvml_against_what_each_kubelet_advertises(lab):
     assert not [p for p in run_module(lab, "gang_info", {})["problems"] if p["object"].startswith("Node ")]
 
 
-@pytest.fixture(scope="module")
-def silent_server():
-    """A real listener on loopback that accepts connections and never answers a byte."""
-    import socket
-
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    yield f"https://127.0.0.1:{srv.getsockname()[1]}"
-    srv.close()
-
-
 @pytest.mark.parametrize("case,args,message", BAD, ids=[b[0] for b in BAD])
 def test_bad_input_fails_with_a_clear_message(lab, silent_server, case, args, message):
     import time

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import time
 from contextlib import contextmanager
 
@@ -20,7 +19,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _tog
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s._client import Client
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _smoke
 from ansible_collections.gangsched.kubeflow.plugins.modules.gang_smoke_test import argument_spec
-from ansible_run import playbook, run_module
+from ansible_run import fails_within_api_timeout, playbook, run_module
 from kubernetes import client as k
 
 from lab import kube, nodes, procs, scenarios
@@ -82,29 +81,13 @@ def test_the_sweep_and_preflight_reads_go_out_together_and_each_is_used(volcano,
     }
 
 
-def test_a_silent_api_server_fails_within_api_timeout_naming_it_and_nothing_is_left(volcano, core):
+def test_a_silent_api_server_fails_within_api_timeout_naming_it_and_nothing_is_left(volcano, core, silent_server):
     """A real listener that accepts connections and never answers a byte: a run (its sweep's lists and its preflight's
-    reads asked together) and a removal (state=absent, its lists asked together) each fail within their api_timeout
-    (3 s here), not once per read, next to the same run's start-up cost measured now (a run refused before any
-    request), with the message naming the server and the option."""
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(32)
-        host = f"https://127.0.0.1:{silent.getsockname()[1]}"
-        conn = {"host": host, "api_key": "x", "validate_certs": False, "api_timeout": 3}
-        t0 = time.monotonic()
-        quick = run_module(volcano, "gang_smoke_test", {"gang_scheduler": "volcano", "api_timeout": 0})
-        start_up = time.monotonic() - t0
-        assert quick.get("failed") is True and "api_timeout must be >= 1" in quick["msg"], quick
-        for args in ({"gang_scheduler": "volcano", "replicas": 2}, {"state": "absent"}):
-            t1 = time.monotonic()
-            res = run_module(volcano, "gang_smoke_test", {**args, **conn})
-            took = time.monotonic() - t1
-            assert res.get("failed") is True, (args, res)
-            assert "did not answer within 3s (api_timeout)" in res["msg"], (args, res["msg"])
-            assert host in res["msg"] and "Traceback" not in res["msg"], (args, res["msg"])
-            # one api_timeout for all the reads asked together, not one per read (12 lists and more)
-            assert took < 1.5 * start_up + 2 * 3 + 5, (args, took, start_up)
+    reads asked together, 12 lists and more) and a removal (state=absent, its lists asked together) each fail within
+    their api_timeout (3 s here), not once per read, next to the same run's start-up cost measured now (a run refused
+    before any request), with the message naming the server and the option."""
+    runs = [{"gang_scheduler": "volcano", "replicas": 2}, {"state": "absent"}]
+    fails_within_api_timeout(volcano, "gang_smoke_test", silent_server, {"gang_scheduler": "volcano"}, runs)
     assert _leftovers(core) == []
 
 
