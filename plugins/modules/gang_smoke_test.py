@@ -86,7 +86,9 @@ options:
         namespaces (jobs, TrainJobs and their TrainingRuntimes, PodGroups, pods, and namespaces a run created),
         as left by interrupted runs. A TrainJob is deleted before its runtime (Trainer's webhook refuses any
         change to a TrainJob whose runtime is gone) and the garbage collector removes its JobSet, Jobs, pods
-        and PodGroup; the pods, the TrainJob and its runtime are waited for until gone.
+        and PodGroup; the pods, the TrainJob and its runtime are waited for until gone. A namespace a run deleted and
+        left terminating (O(wait_namespace_gone=false)) is waited for too, not deleted again nor counted in
+        RV(stale_removed).
     type: str
     default: present
     choices: [present, absent]
@@ -226,6 +228,16 @@ options:
         smoke run in it or by O(state=absent).
     type: bool
     default: false
+  wait_namespace_gone:
+    description:
+      - With O(cleanup), when the run removes the namespace it created, wait until the namespace is gone.
+      - V(false) returns once the run's own objects are gone (its pods, jobs, runtimes and the Kueue Workloads of its
+        jobs, which hold GPUs and quota) and the namespace is deleted, still terminating (RV(namespace_terminating)).
+        Kubernetes' namespace controller empties a deleted namespace 5 seconds after the deletion, so that wait is
+        most of a run's cleanup. A smoke run in the same namespace, and O(state=absent), wait for it to go first.
+      - Only when the verdict is the expected one; otherwise the run waits as with V(true).
+    type: bool
+    default: true
   report_dir:
     description:
       - Directory for C(gang-smoke-<run id>.json), C(.xml) (JUnit) and C(.svg) (timeline).
@@ -430,6 +442,14 @@ namespace_kept:
   returned: when the test ran
   type: bool
   sample: true
+namespace_terminating:
+  description:
+    - Whether the run deleted the namespace it created and returned without waiting for it to go
+      (O(wait_namespace_gone=false) and the expected verdict). The run's pods, jobs and Workloads were gone by
+      then; the namespace controller removes the rest within seconds.
+  returned: when the test ran
+  type: bool
+  sample: false
 reports:
   description: Paths of the JSON, JUnit and SVG reports.
   returned: when O(report_dir) is set
@@ -463,6 +483,7 @@ def argument_spec() -> dict:
         control=dict(type="bool", default=False),
         cleanup=dict(type="bool", default=True),
         keep_namespace=dict(type="bool", default=False),
+        wait_namespace_gone=dict(type="bool", default=True),
         report_dir=dict(type="path"),
         run_id=dict(type="str"),
     )

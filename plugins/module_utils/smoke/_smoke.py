@@ -130,17 +130,20 @@ def run(client, params: dict, check_mode: bool, warn) -> dict:
     )
     result["run_id"] = run_id
     left: list[str] = []
-    keep = False
+    keep = unwaited = False
     with interrupt_handlers():
         try:
             left += conduct(trial, result, resources, exp)
         finally:
             if params.get("cleanup", True):
-                # the namespace is left for the next run only after a verdict as expected (an error, a timeout or an
-                # interrupt ends here with no verdict, or another one)
-                keep = bool(params.get("keep_namespace")) and result.get("verdict") == _verdict.EXPECTED[exp]
-                left += trial.cleanup(namespace=not keep)
+                # the namespace is left for the next run, or left terminating, only after a verdict as expected (an
+                # error, a timeout or an interrupt ends here with no verdict, or another one): then it goes as it did
+                as_expected = result.get("verdict") == _verdict.EXPECTED[exp]
+                keep = bool(params.get("keep_namespace")) and as_expected
+                unwaited = not keep and params.get("wait_namespace_gone") is False and as_expected
+                left += trial.cleanup(namespace=not keep, wait_namespace=not unwaited)
     result["namespace_kept"] = keep and trial.created_ns
+    result["namespace_terminating"] = unwaited and trial.created_ns
     result["liveness"] = trial.liveness_summary()
     result["left_behind"] = left
     if left:

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Private to this collection: removing what smoke runs create — the objects earlier runs left behind
 (found by their label, in one namespace or all) and, after a run, everything it labelled, waiting
-until its pods and namespace are gone. Not a public API."""
+until its pods and (unless told otherwise) its namespace are gone. Not a public API."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def find_stale(client, namespace: str | None, keep: str | None = None) -> list[t
     """(API path, 'Kind ns/name', already being deleted) of every object labelled by a smoke run other
     than ``keep``, in ``namespace`` or (None) in all namespaces; namespaces labelled by such a run last
     (all-namespace scan only). Objects already being deleted count only when they are pods (their GPUs
-    are free only once they are gone)."""
+    are free only once they are gone) or namespaces (a run that did not wait for its namespace to go
+    leaves it terminating: a removal waits for it, without deleting it again)."""
     out = []
     lists = _stale_lists(namespace, keep)
     for i, (kind, api_version) in enumerate(_smoke_objects.RUN_KINDS):
@@ -44,8 +45,10 @@ def find_stale(client, namespace: str | None, keep: str | None = None) -> list[t
     if namespace is None:
         path, what, options = lists[-1]
         for o in client.list(path, what, **options):
-            name = o["metadata"]["name"]
-            out.append((_api.path("Namespace", name=name), f"Namespace {name}", False))
+            md = o["metadata"]
+            out.append(
+                (_api.path("Namespace", name=md["name"]), f"Namespace {md['name']}", bool(md.get("deletionTimestamp")))
+            )
     return out
 
 
@@ -90,9 +93,10 @@ def remove_stale(
 ) -> tuple:
     """Delete what ``find_stale`` finds (``found``: what it found already), jobs before their runtimes,
     and wait until its pods, namespaces, TrainJobs and runtimes, and Kueue's Workloads of its jobs, are gone.
-    Returns (what was removed, what is still there after ``timeout``)."""
+    Returns (what was removed, what is still there after ``timeout``): a namespace already terminating is
+    waited for, not counted as removed (its run deleted it)."""
     stale = find_stale(client, namespace, keep) if found is None else found
-    removed = [w for _path, w, _going in stale]
+    removed = [w for _path, w, going in stale if not (going and w.startswith("Namespace "))]
     if check_mode or not stale:
         return removed, []
     for path, what, going in stale:
@@ -154,13 +158,22 @@ def kueue_holds(client, ns: str, owners: set) -> list[str]:
 
 
 def remove_run(
-    client, ns: str, run_id: str, created: list[dict], namespace: bool, timeout: float, clock=time.monotonic
+    client,
+    ns: str,
+    run_id: str,
+    created: list[dict],
+    namespace: bool,
+    timeout: float,
+    clock=time.monotonic,
+    wait_namespace: bool = True,
 ) -> list[str]:
     """Delete everything labelled with smoke run ``run_id`` of the kinds in ``created`` (jobs first, then
     runtimes, pods last) and (``namespace``) the namespace ``ns``; returns what is left after ``timeout``
     (should be nothing) of the run's pods, TrainJobs and runtimes (the garbage collector removes a
     TrainJob's JobSet and Jobs before their pods), and of the Workloads Kueue made for its queued jobs (their
-    quota is free once they are gone)."""
+    quota is free once they are gone), and of the namespace unless ``wait_namespace`` is false (it is then
+    deleted and left terminating: the namespace controller removes the rest of it, which holds no GPU and no
+    quota, within seconds)."""
     sel = f"{_workloads.RUN_LABEL}={run_id}"
     order = [k for k, _v in _smoke_objects.RUN_KINDS]
     kinds = {(_workloads.collection_path(d), d["kind"]) for d in created}
@@ -197,6 +210,6 @@ def remove_run(
             client.request("DELETE", _api.path("Namespace", name=ns), what=f"Namespace {ns}")
         except NotFound:
             pass
-        if not wait_namespace_gone(client, ns, timeout, clock):
+        if wait_namespace and not wait_namespace_gone(client, ns, timeout, clock):
             left.append(f"Namespace {ns} (terminating)")
     return left

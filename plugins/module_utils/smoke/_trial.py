@@ -371,10 +371,18 @@ class Trial:
             out["recheck_error"] = self.liveness["recheck_error"]
         return out
 
-    def cleanup(self, timeout: float = 60, namespace: bool = True) -> list[str]:
-        """Delete everything labelled with this run; returns what is left (should be nothing)."""
+    def cleanup(self, timeout: float = 60, namespace: bool = True, wait_namespace: bool = True) -> list[str]:
+        """Delete everything labelled with this run and (``namespace``) the namespace it created, waiting for that
+        namespace to go unless ``wait_namespace`` is false; returns what is left (should be nothing)."""
         return remove_run(
-            self.client, self.ns, self.run_id, self.created, self.created_ns and namespace, timeout, self.clock
+            self.client,
+            self.ns,
+            self.run_id,
+            self.created,
+            self.created_ns and namespace,
+            timeout,
+            self.clock,
+            wait_namespace=wait_namespace,
         )
 
 

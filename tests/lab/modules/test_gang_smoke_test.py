@@ -164,6 +164,29 @@ def test_a_kept_namespace_is_taken_over_and_removed_by_the_next_run(volcano, cor
     assert _leftovers(core) == []
 
 
+def test_a_run_that_does_not_wait_for_its_namespace_returns_with_it_terminating_and_the_next_run_waits(volcano, core):
+    ns = "gangsched-smoke-unwaited"
+    args = {"gang_scheduler": "volcano", "replicas": 4, "namespace": ns, "wait_namespace_gone": False}
+    first = run_module(volcano, "gang_smoke_test", args)
+    assert first["verdict"] == "gang_held_running" and first["namespace_terminating"] is True, first
+    # the run's pods are gone (their GPUs free); the namespace is deleted, and the namespace controller empties it 5 s
+    # after the deletion, so it is still there
+    going = core.read_namespace(ns)
+    assert going.metadata.deletion_timestamp is not None and going.status.phase == "Terminating", going.status
+    assert core.list_namespaced_pod(ns).items == [] and first["left_behind"] == []
+    # the next run in that namespace at once: it waits for the namespace to go, then makes it again
+    second = run_module(volcano, "gang_smoke_test", {"gang_scheduler": "volcano", "replicas": 5, "namespace": ns})
+    assert second["verdict"] == "gang_held_pending" and second["ok"] is True, second
+    assert second["stale_removed"] == [] and second["namespace_terminating"] is False and second["left_behind"] == []
+    assert _leftovers(core) == []
+    # state=absent at once after a run that left its namespace terminating: waited for, not removed again
+    third = run_module(volcano, "gang_smoke_test", args)
+    assert third["namespace_terminating"] is True, third
+    absent = run_module(volcano, "gang_smoke_test", {"state": "absent"})
+    assert absent["changed"] is False and absent["stale_removed"] == [] and absent["left_behind"] == [], absent
+    assert _leftovers(core) == []
+
+
 def test_pytorchjob_through_training_operator(training_operator_volcano, core):
     pending = run_module(
         training_operator_volcano,

@@ -951,6 +951,84 @@ def test_a_run_without_kueue_reads_no_workload():
     assert not [c for c in client.calls if c[1].endswith("/workloads")]
 
 
+class _NamespaceGoesLater(FakeClient):
+    """Namespace ``ns`` is there, terminating (``going``) or not, for ``reads`` more reads of it once deleted
+    or already terminating."""
+
+    def __init__(self, ns="old", going=True, reads=2):
+        super().__init__()
+        self.path = _api.path("Namespace", name=ns)
+        md = {"name": ns, "labels": {"gangsched.kubeflow/smoke-run": "r0"}, "resourceVersion": "1"}
+        if going:
+            md["deletionTimestamp"] = "2026-12-07T09:00:00Z"
+        self.objects[self.path] = {"apiVersion": "v1", "kind": "Namespace", "metadata": md}
+        self.reads = reads
+        self.going = going
+
+    def request(self, method, path, body=None, query=None, **kw):
+        if method == "DELETE" and path == self.path:
+            self.calls.append((method, path))
+            self.going = True  # the namespace controller empties it later
+            return {}
+        return super().request(method, path, body, query, **kw)
+
+    def get_or_none(self, path, what=""):
+        if path == self.path and self.going:
+            self.calls.append(("GET", path))
+            self.reads -= 1
+            if self.reads < 0:
+                self.objects.pop(path, None)
+            return self.objects.get(path)
+        return super().get_or_none(path, what)
+
+    def watch(self, path, timeout_seconds, what="", fieldSelector=None, **query):
+        if path != _api.path("Namespace") or not self.going:
+            yield from super().watch(path, timeout_seconds, what, fieldSelector=fieldSelector, **query)
+            return
+        self.calls.append(("WATCH", path))
+        self.reads -= 1
+        if self.reads < 0 and self.path in self.objects:
+            yield {"type": "DELETED", "object": self.objects.pop(self.path)}
+
+
+@pytest.mark.parametrize("check_mode", [False, True], ids=["real", "check"])
+def test_a_namespace_a_run_left_terminating_is_waited_for_not_deleted_again_nor_counted_as_removed(check_mode):
+    """state=absent after a run that did not wait for its namespace: reporting it removed would say a change was made
+    that an earlier run made."""
+    client = _NamespaceGoesLater()
+    removed, left = _sweep.remove_stale(client, None, None, check_mode=check_mode, timeout=30)
+    assert removed == [] and left == []
+    assert not [c for c in client.calls if c[0] == "DELETE"], client.calls
+    # waited until gone (not in check mode, which removes nothing and waits for nothing)
+    assert (client.path in client.objects) is check_mode
+
+
+def test_a_stale_namespace_not_yet_terminating_is_deleted_counted_and_waited_for():
+    client = _NamespaceGoesLater(going=False)
+    removed, left = _sweep.remove_stale(client, None, None, check_mode=False, timeout=30)
+    assert removed == ["Namespace old"] and left == []
+    assert ("DELETE", client.path) in client.calls and client.path not in client.objects
+
+
+@pytest.mark.parametrize("wait", [True, False], ids=["wait", "no-wait"])
+def test_a_runs_cleanup_waits_for_its_namespace_only_when_told_to(wait):
+    client = _NamespaceGoesLater(ns="s", going=False)
+    left = _sweep.remove_run(client, "s", "r", [], True, 30, clock=_Clock(), wait_namespace=wait)
+    assert left == [] and ("DELETE", client.path) in client.calls
+    after = client.calls[client.calls.index(("DELETE", client.path)) + 1 :]
+    # waited: read (and watched) until gone; not waited: never read again, still there, terminating
+    assert bool(after) is wait and (client.path in client.objects) is not wait, after
+
+
+def test_an_error_verdict_waits_for_the_namespace_even_without_wait_namespace_gone():
+    client = FakeClient(bind=False)
+    over = {"replicas": 2, "expect": "pending", "liveness_timeout": 1, "wait_namespace_gone": False}
+    res = _smoke.run(client, params(**over), False, print)
+    assert res["verdict"] == V.ERROR and res["namespace_terminating"] is False and res["namespace_kept"] is False
+    ns = "/api/v1/namespaces/gangsched-smoke"
+    assert ("GET", ns) in client.calls[client.calls.index(("DELETE", ns)) + 1 :], client.calls
+
+
 class _CacheLag(_TrainerClient):
     """Trainer's webhook refuses the first ``refusals`` TrainJobs: its cache has not seen the runtime."""
 
