@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from kubernetes import client as k
 
 # Images named like the operators' (operator_gang checks the name) under a mirror path the runner does
@@ -73,6 +75,25 @@ def crd(name: str, schema: bool = True) -> dict:
 SMOKE_RUN_LABEL = "gangsched.kubeflow/smoke-run"
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
 SP_PODGROUPS = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+
+
+def role_namespaces_gone(api, timeout: float = 60) -> list[str]:
+    """Waits until the smoke namespaces that are terminating are gone, and returns their names. The role's last run
+    returns with the namespace it deleted still terminating (``wait_namespace_gone: false``), and
+    kube-controller-manager empties a deleted namespace 5 s after the deletion; a labelled namespace that is not
+    terminating is a leftover, not waited for."""
+    core = k.CoreV1Api(api)
+
+    def going() -> list[str]:
+        items = core.list_namespace(label_selector=SMOKE_RUN_LABEL).items
+        return [n.metadata.name for n in items if n.metadata.deletion_timestamp]
+
+    names = going()
+    deadline = time.monotonic() + timeout
+    while going():
+        assert time.monotonic() < deadline, f"namespaces {going()} still terminating after {timeout}s"
+        time.sleep(0.5)
+    return names
 
 
 def trainjob_leftovers(api, run_id: str, podgroups: tuple = SP_PODGROUPS) -> list[str]:

@@ -21,6 +21,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.smoke import _s
 from ansible_collections.gangsched.kubeflow.plugins.modules.gang_smoke_test import argument_spec
 from ansible_run import fails_within_api_timeout, playbook, run_module
 from kubernetes import client as k
+from lab_objects import role_namespaces_gone
 
 from lab import kube, nodes, procs, scenarios
 from lab.latency import LatencyProxy
@@ -447,6 +448,9 @@ def test_role_sizes_its_gangs_node_by_node(volcano, api, core, added_nodes):
             if h.get("replicas") and h.get("verdict")
         ]
         assert [r["replicas"] for r in runs] == [3, 4], [r.get("replicas") for r in runs]
+        # the last run returned with its namespace terminating: it goes within seconds, and nothing else is left
+        assert runs[-1]["namespace_terminating"] is True, runs[-1]
+        assert role_namespaces_gone(api) in ([], ["gangsched-smoke"])
     finally:
         for n in cordoned:
             core.patch_node(n, {"spec": {"unschedulable": False}})

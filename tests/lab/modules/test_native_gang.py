@@ -19,6 +19,7 @@ import pytest
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _native
 from ansible_run import playbook, run_module
 from kubernetes import client as k
+from lab_objects import role_namespaces_gone
 
 from lab import kube, nodes, procs
 from lab import versions as V
@@ -127,6 +128,10 @@ def test_the_smoke_test_playbook_proves_the_native_gang(gated, custom):
         for r in run.results(f"gangsched.kubeflow.gang_smoke_test : {name}")
     ]
     assert got == ["gang_held_running", "gang_held_pending"], got
+    # the last run returned with its namespace terminating: it goes within seconds, and nothing else is left
+    (held,) = run.results("gangsched.kubeflow.gang_smoke_test : Oversized gang stays entirely Pending")
+    assert held["namespace_terminating"] is True, held
+    assert role_namespaces_gone(kube.api(gated)) in ([], ["gangsched-smoke"])
     assert _left(gated, custom) == []
     refused = playbook(gated, "smoke_test", gangsched_gang_scheduler="native", gang_smoke_test_workload="pytorchjob")
     assert refused.rc != 0 and "use workload=pods or workload=job for the native gang" in refused.failures(), (
