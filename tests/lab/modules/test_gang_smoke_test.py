@@ -150,39 +150,31 @@ def test_wrong_expectation_fails_the_task_with_the_timeline(volcano, core):
     assert _leftovers(core) == []
 
 
-def test_a_kept_namespace_is_taken_over_and_removed_by_the_next_run(volcano, core):
-    ns = "gangsched-smoke-kept"
-    args = {"gang_scheduler": "volcano", "replicas": 4, "namespace": ns, "keep_namespace": True}
+@pytest.mark.parametrize("option,phase", [("keep_namespace", "Active"), ("wait_namespace_gone", "Terminating")])
+def test_a_namespace_a_run_kept_or_left_terminating_is_taken_over_by_the_next_run(volcano, core, option, phase):
+    """keep_namespace: the namespace is left, emptied, for the next run; wait_namespace_gone=false: it is deleted and
+    the run returns while the namespace controller has yet to empty it (5 s after the deletion), and the next run at
+    once waits for it to go, then makes it again."""
+    ns = f"gangsched-smoke-{phase.lower()}"
+    args = {"gang_scheduler": "volcano", "replicas": 4, "namespace": ns, option: option == "keep_namespace"}
     first = run_module(volcano, "gang_smoke_test", args)
-    assert first["verdict"] == "gang_held_running" and first["namespace_kept"] is True, first
-    kept = core.read_namespace(ns)
-    assert kept.status.phase == "Active" and kept.metadata.labels[RUN_LABEL] == first["run_id"]
+    assert first["verdict"] == "gang_held_running", first
+    assert (first["namespace_kept"], first["namespace_terminating"]) == (phase == "Active", phase == "Terminating")
+    left = core.read_namespace(ns)
+    assert left.status.phase == phase and left.metadata.labels[RUN_LABEL] == first["run_id"], left.status
     # emptied: the run's pods are gone (their GPUs free), its other objects removed
     assert core.list_namespaced_pod(ns).items == [] and first["left_behind"] == []
     second = run_module(volcano, "gang_smoke_test", {"gang_scheduler": "volcano", "replicas": 5, "namespace": ns})
     assert second["verdict"] == "gang_held_pending" and second["ok"] is True, second
-    assert second["stale_removed"] == [] and second["namespace_kept"] is False and second["left_behind"] == []
+    assert second["stale_removed"] == [] and second["left_behind"] == [], second
+    assert second["namespace_kept"] is False and second["namespace_terminating"] is False
     assert _leftovers(core) == []
 
 
-def test_a_run_that_does_not_wait_for_its_namespace_returns_with_it_terminating_and_the_next_run_waits(volcano, core):
-    ns = "gangsched-smoke-unwaited"
-    args = {"gang_scheduler": "volcano", "replicas": 4, "namespace": ns, "wait_namespace_gone": False}
-    first = run_module(volcano, "gang_smoke_test", args)
-    assert first["verdict"] == "gang_held_running" and first["namespace_terminating"] is True, first
-    # the run's pods are gone (their GPUs free); the namespace is deleted, and the namespace controller empties it 5 s
-    # after the deletion, so it is still there
-    going = core.read_namespace(ns)
-    assert going.metadata.deletion_timestamp is not None and going.status.phase == "Terminating", going.status
-    assert core.list_namespaced_pod(ns).items == [] and first["left_behind"] == []
-    # the next run in that namespace at once: it waits for the namespace to go, then makes it again
-    second = run_module(volcano, "gang_smoke_test", {"gang_scheduler": "volcano", "replicas": 5, "namespace": ns})
-    assert second["verdict"] == "gang_held_pending" and second["ok"] is True, second
-    assert second["stale_removed"] == [] and second["namespace_terminating"] is False and second["left_behind"] == []
-    assert _leftovers(core) == []
-    # state=absent at once after a run that left its namespace terminating: waited for, not removed again
-    third = run_module(volcano, "gang_smoke_test", args)
-    assert third["namespace_terminating"] is True, third
+def test_state_absent_waits_for_a_namespace_a_run_left_terminating_and_does_not_count_it_removed(volcano, core):
+    args = {"gang_scheduler": "volcano", "replicas": 4, "namespace": "gangsched-smoke-absent"}
+    ran = run_module(volcano, "gang_smoke_test", {**args, "wait_namespace_gone": False})
+    assert ran["verdict"] == "gang_held_running" and ran["namespace_terminating"] is True, ran
     absent = run_module(volcano, "gang_smoke_test", {"state": "absent"})
     assert absent["changed"] is False and absent["stale_removed"] == [] and absent["left_behind"] == [], absent
     assert _leftovers(core) == []
