@@ -56,6 +56,15 @@ description:
     the schedulable nodes hold or its ClusterQueue's C(nvidia.com/gpu) quota is more than they hold; jobs sent to a
     queue of a kind whose integration Kueue does not run (it makes no Workload for them); and a ClusterQueue that is not
     Active, with Kueue's reason (for example a ResourceFlavor it names missing).
+  - RV(problems) also names, on every gang path, a gang that can never fit from what it declares, before any of its
+    pods exists (its PodGroup's C(minResources) asks for more GPUs than all schedulable nodes have; a member of its
+    job asks for more than any node has), as once its pods exist; a job whose members a controller could not create,
+    from each controller's own event reason (the Job controller's C(FailedCreate), training-operator's
+    C(FailedCreatePod), mpi-operator's C(MPIJobFailed), JobSet's C(JobCreationFailed), Trainer's
+    C(TrainJobResourcesCreationFailed); one list of events a reason), with what refused it (a ResourceQuota, an
+    admission webhook, a LimitRange, a PodSecurity admission, another refusal of the API server); and a stale gang
+    object, whether its owner reference names an owner that is gone or it has no owner left and no workload of its
+    name exists in its namespace (a job deleted with C(--cascade=orphan)), with the pods that job left behind.
   - RV(partial_gangs) lists PodGroups and Kubeflow jobs with some members bound and others Pending
     longer than O(partial_threshold_seconds), with the GPUs they hold; this is the deadlock the
     all-or-nothing rule prevents.
@@ -103,7 +112,9 @@ options:
       kind:
         description:
           - The job's kind - C(PyTorchJob), C(TFJob), C(MPIJob), C(XGBoostJob), C(PaddleJob), C(JAXJob), C(TrainJob),
-            a batch C(Job), or C(PodGroup) for the pods of one PodGroup.
+            a C(JobSet), a batch C(Job), or C(PodGroup) for the pods of one PodGroup, or of a gang formed from its pods'
+            labels with no PodGroup object (a Koordinator label gang, by its gang name).
+          - A job that is gone while its PodGroup remains is explained from the PodGroup (and the pods it left).
         type: str
         required: true
       namespace:
@@ -396,7 +407,7 @@ job:
       description: The job's name.
       type: str
     found:
-      description: Whether the job (or the PodGroup) exists.
+      description: Whether the job (or the PodGroup, or a label gang's pods) exists.
       type: bool
     gang:
       description: Its gang object (a PodGroup named after the job), the path it belongs to, its C(minMember) and what

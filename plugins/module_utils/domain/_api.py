@@ -38,6 +38,7 @@ KINDS = {
     "JAXJob": ("kubeflow.org", "v1", "jaxjobs", True),
     "MPIJob": ("kubeflow.org", "v2beta1", "mpijobs", True),
     "TrainJob": (TRAINER, "v1alpha1", "trainjobs", True),
+    "JobSet": ("jobset.x-k8s.io", "v1alpha2", "jobsets", True),
     "TrainingRuntime": (TRAINER, "v1alpha1", "trainingruntimes", True),
     "ClusterTrainingRuntime": (TRAINER, "v1alpha1", "clustertrainingruntimes", False),
     "Workload": ("scheduling.k8s.io", "v1beta1", "workloads", True),

@@ -31,6 +31,10 @@ TERMINAL = ("Succeeded", "Failed")
 LABEL_MIN = "pod-group.scheduling.sigs.k8s.io/min-available"
 EXAMPLES = 3  # the longest-waiting pods a no-progress problem names
 SAID = 3  # the distinct messages of a gang's unbound members kept (their PodScheduled condition)
+# the labels a job's controller puts on the pods it creates, valued with the job's name: a pod that carries one but no
+# controller ownerReference was left behind by a job deleted with --cascade=orphan (the garbage collector drops the
+# reference)
+JOB_LABELS = ("training.kubeflow.org/job-name", "jobset.sigs.k8s.io/jobset-name", "batch.kubernetes.io/job-name")
 
 
 def timestamp(s: str | None) -> float | None:
@@ -74,6 +78,8 @@ class _Gang:
         "said",
         "untried",
         "scheduler",
+        "orphans",
+        "job_label",
     )
 
     def __init__(self):
@@ -91,6 +97,8 @@ class _Gang:
         self.said: list[str] = []  # what the scheduler last wrote on its unbound members (distinct, SAID at most)
         self.untried: list[str] = []  # unbound members past the threshold that no scheduler looked at
         self.scheduler = ""  # its members' schedulerName (the first member's)
+        self.orphans = 0  # members with a job's label (JOB_LABELS) and no controller ownerReference
+        self.job_label = ""  # 'key=value' of the first such member's job label
 
 
 class PodFold:
@@ -169,6 +177,12 @@ class PodFold:
             g = self._gangs[key] = _Gang()
         g.members += 1
         g.asked += req
+        if not any(o.get("controller") for o in md.get("ownerReferences") or []):
+            labels = md.get("labels") or {}
+            job = next((f"{k}={labels[k]}" for k in JOB_LABELS if labels.get(k)), None)
+            if job:
+                g.orphans += 1
+                g.job_label = g.job_label or job
         g.scheduler = g.scheduler or spec.get("schedulerName") or "default-scheduler"
         least = (md.get("labels") or {}).get(LABEL_MIN)
         if least and least.isdigit():
@@ -295,6 +309,17 @@ class PodFold:
         """'namespace/gang' of every gang with a live (non-terminal) member."""
         self._check()
         return set(self._gangs)
+
+    def orphaned(self) -> dict[str, dict]:
+        """'namespace/gang' -> {members, bound, job_label ('key=value')} of the gangs whose live members all carry a
+        job's label (``JOB_LABELS``) and no controller ownerReference: pods left behind by a job that was deleted with
+        --cascade=orphan."""
+        self._check()
+        return {
+            key: {"members": g.members, "bound": len(g.bound), "job_label": g.job_label}
+            for key, g in sorted(self._gangs.items())
+            if g.orphans and g.orphans == g.members
+        }
 
     def untried(self) -> dict[str, dict]:
         """'namespace/gang' -> {untried (names of its unbound members that no scheduler looked at for the threshold or

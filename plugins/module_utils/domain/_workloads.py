@@ -8,7 +8,7 @@ Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _capacity
 
 RUN_LABEL = "gangsched.kubeflow/smoke-run"
 IMAGE = "registry.k8s.io/pause:3.10"
@@ -46,6 +46,21 @@ REPLICA_SPECS = {
 }
 # MPIJob's launcher is not a member: it starts once the workers run
 NOT_MEMBERS = {"MPIJob": ("Launcher",)}
+
+
+def declared_members(job: dict, resource: str = _capacity.GPU) -> list[tuple[str, int, float]]:
+    """(replica type, replicas, what one member asks of ``resource``) of a Kubeflow job's members as its spec declares
+    them, before any pod exists (MPIJob's launcher left out); [] for a kind without replica specs."""
+    key = REPLICA_SPECS.get(job.get("kind"))
+    specs = ((job.get("spec") or {}).get(key) or {}) if key else {}
+    out = []
+    for rtype, rs in sorted(specs.items()):
+        if rtype in NOT_MEMBERS.get(job.get("kind"), ()) or not isinstance(rs, dict):
+            continue
+        n = rs.get("replicas", 1)
+        pod = {"spec": ((rs.get("template") or {}).get("spec")) or {}}
+        out.append((rtype, n if isinstance(n, int) else 1, _capacity.pod_request(pod, resource)))
+    return out
 
 
 def member_container(name: str, resources: dict) -> dict:

@@ -14,10 +14,13 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import (
     _pod_facts,
     _podgroups,
     _schedulers,
+    _workloads,
 )
 
 KUBEFLOW_WORKLOADS = ("pytorchjob", "tfjob", "mpijob")
-minimum_kinds = _operators.MINIMUM_KINDS
+# the owners of waiting PodGroups gang_info reads: the kinds whose minimum an operator sets (_operators.MINIMUM_KINDS)
+# and whose members' requests it can read (a member bigger than any node, before any pod exists)
+minimum_kinds = tuple(dict.fromkeys((*_operators.MINIMUM_KINDS, *_workloads.REPLICA_SPECS)))
 
 
 class GangPath:
@@ -259,23 +262,37 @@ class GangPath:
         """Problems of this path's PodGroups (listed by ``lists``): each path reads its own status."""
         return []
 
+    def _aged(self, facts: dict):
+        """(PodGroup, 'namespace/name', its controller's ownerReference or None) of this path's PodGroups that are not
+        finished and were made at least the threshold ago."""
+        for pg in (facts.get("lists") or {}).get("podgroups") or []:
+            md = pg.get("metadata") or {}
+            created = _pod_facts.timestamp(md.get("creationTimestamp"))
+            if (pg.get("status") or {}).get("phase") in self.finished_phases or created is None:
+                continue
+            if facts["now"] - created < facts["threshold"] or md.get("deletionTimestamp"):
+                continue
+            owner = next((o for o in md.get("ownerReferences") or [] if o.get("controller")), None)
+            yield pg, f"{md.get('namespace')}/{md.get('name')}", owner
+
     def stale_candidates(self, facts: dict) -> list[tuple[dict, dict]]:
         """(PodGroup, its controller's ownerReference) of this path's PodGroups that are not finished, have no live
         member and are older than the threshold: gang_info reads each owner, and ``stale_problem`` names those gone."""
-        out = []
-        for pg in (facts.get("lists") or {}).get("podgroups") or []:
-            md = pg.get("metadata") or {}
-            key = f"{md.get('namespace')}/{md.get('name')}"
-            phase = (pg.get("status") or {}).get("phase")
-            created = _pod_facts.timestamp(md.get("creationTimestamp"))
-            if key in facts.get("gangs", ()) or phase in self.finished_phases or created is None:
-                continue
-            if facts["now"] - created < facts["threshold"]:
-                continue
-            owner = next((o for o in md.get("ownerReferences") or [] if o.get("controller")), None)
-            if owner:
-                out.append((pg, owner))
-        return out
+        gangs = facts.get("gangs", ())
+        return [(pg, owner) for pg, key, owner in self._aged(facts) if owner and key not in gangs]
+
+    def ownerless_candidates(self, facts: dict) -> list[tuple[dict, dict | None]]:
+        """(PodGroup, what ``_pod_facts.PodFold.orphaned`` says of its members, or None when it has none) of this
+        path's PodGroups that have no controller ownerReference, are not finished, are older than the threshold, and
+        have no live member or only members a deleted job left behind (a job deleted with --cascade=orphan takes the
+        reference off them all): gang_info looks for a workload of the PodGroup's name, and ``ownerless_problem``
+        names those with none. A gang of plain pods (the smoke test's, a user's) has live members of its own."""
+        gangs, orphaned = facts.get("gangs", ()), facts.get("orphaned") or {}
+        return [
+            (pg, orphaned.get(key))
+            for pg, key, owner in self._aged(facts)
+            if not owner and (key not in gangs or key in orphaned)
+        ]
 
     def owned_waiting(self, facts: dict) -> list[tuple[dict, dict]]:
         """(PodGroup, its controller's ownerReference) whose owner gang_info reads, each once: the stale candidates,
@@ -331,6 +348,33 @@ class GangPath:
             "fix": f"delete it (kubectl -n {md.get('namespace')} delete "
             f"podgroups.{_podgroups.group(self.podgroup_kind)} {md.get('name')}); the operator that owned it no "
             "longer removes it",
+        }
+
+    def ownerless_problem(self, pg: dict, orphans: dict | None, kinds: tuple) -> dict:
+        """A PodGroup with no owner and no workload of its name (of ``kinds``) in its namespace, with or without pods
+        that its deleted job left behind (``orphans``: ``ownerless_candidates``)."""
+        md = pg.get("metadata") or {}
+        ns, name = md.get("namespace"), md.get("name")
+        phase = (pg.get("status") or {}).get("phase") or "no phase"
+        delete = f"kubectl -n {ns} delete podgroups.{_podgroups.group(self.podgroup_kind)} {name}"
+        counts = " that still counts against its queue" if self.queues else ""
+        if orphans:
+            return {
+                "object": f"PodGroup {ns}/{name}",
+                "message": f"the {self.title} PodGroup ({phase}) has no owner and no job of its name is left in "
+                f"namespace {ns} (looked for: {', '.join(kinds)}), yet {orphans['members']} pod(s) of the deleted "
+                f"job ({orphans['job_label']}, {orphans['bound']} bound) are left behind with no controller: a stale "
+                f"gang object{counts}, and pods that hold GPUs for a job that no longer exists (deleted with "
+                "--cascade=orphan)",
+                "fix": f"delete the pods (kubectl -n {ns} delete pods -l {orphans['job_label']}) and the PodGroup "
+                f"({delete}), or submit the job again to take them over",
+            }
+        return {
+            "object": f"PodGroup {ns}/{name}",
+            "message": f"the {self.title} PodGroup is {phase} with no pod, no owner and no job of its name in "
+            f"namespace {ns} (looked for: {', '.join(kinds)}): a stale gang object{counts}, left by a job deleted "
+            "with --cascade=orphan (or made for pods that were never created)",
+            "fix": f"delete it ({delete}); no controller removes a PodGroup that has no owner",
         }
 
 

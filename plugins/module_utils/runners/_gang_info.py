@@ -52,12 +52,11 @@ def early_reads(job: dict | None = None) -> list[tuple]:
     starts (``_together.ahead``), while it reads the nodes and the pods, instead of one after another; with ``job``,
     those of its explanation too."""
     lists = [DAEMONSETS, *WEBHOOKS.values()]
-    events_path, events_what, events_query = _gang_info_gangs.EVENTS
     return [
         (*VERSION, None),
         *_service.early_lists(),
         *[(path, what, _api.list_query()) for path, what in lists],
-        (events_path, events_what, _api.list_query(**events_query)),
+        *[(path, what, _api.list_query(**query)) for path, what, query in _gang_info_gangs.EVENTS],
         *[_service.crd_read(name) for name in (*_podgroups.CRDS, _trainer_runtimes.TRAINJOB_CRD, _kueue_problems.CRD)],
         _service.group_read(_native.GROUP),
         *_gang_info_job.reads(job),
@@ -345,7 +344,15 @@ def _gather(client, params: dict, now: float, first: dict) -> dict:
         schedulers,
         version.get("gitVersion"),
         crds,
-        {"now": now, "threshold": threshold, "gangs": pods.gangs(), "keyed": pods.keyed(), "said": pods.said()},
+        {
+            "now": now,
+            "threshold": threshold,
+            "gangs": pods.gangs(),
+            "keyed": pods.keyed(),
+            "said": pods.said(),
+            "orphaned": pods.orphaned(),
+            "per_node": per_node,
+        },
     )
     probs += _gang_info_gangs.path_problems(client, schedulers, ops, facts)
     probs += _gang_info_gangs.unfit_problems(pods.unfit(per_node, _gang_info_gangs.minimums(facts)))

@@ -9,16 +9,30 @@ only. Not a public API."""
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _operators
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _capacity, _operators, _workloads
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, Forbidden
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
 OWNER_READS = 20  # the owners of stale-looking PodGroups read in one run, at most
 EVENT_LISTS = 50  # the (kind, namespace) pairs whose objects are listed to tell the FailedCreate events still true
 EVENT_EXAMPLES = 3
-# the FailedCreate events' list: (path, what, query)
-EVENTS = (_api.path("Event"), "FailedCreate events", {"fieldSelector": "reason=FailedCreate"})
+# The reason each controller that creates a gang's members gives the event it records when a creation is refused, as
+# their sources write it: kube-controller-manager's Job (and ReplicaSet) controller FailedCreate, training-operator
+# (v1.8) FailedCreatePod, mpi-operator (v0.8) MPIJobFailed (also its reason for a failed job: only the messages that
+# say a pod was not created count), JobSet JobCreationFailed (its child Jobs), Trainer TrainJobResourcesCreationFailed
+# (a TrainJob's JobSet or PodGroup). reason -> what the message must hold (None: any).
+CREATE_FAILED = {
+    "FailedCreate": None,
+    "FailedCreatePod": None,
+    "MPIJobFailed": "created failed",
+    "JobCreationFailed": None,
+    "TrainJobResourcesCreationFailed": None,
+}
+# the lists of those events, one a reason (a field selector takes one value): (path, what, query)
+EVENTS = tuple(
+    (_api.path("Event"), f"{reason} events", {"fieldSelector": f"reason={reason}"}) for reason in CREATE_FAILED
+)
 
 
 def path_lists(crds: dict | None):
@@ -44,15 +58,18 @@ def path_facts(client, schedulers: list[dict], kube_version: str | None, crds: d
 
 
 def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) -> list[dict]:
-    """Each gang path's checks (GangPath.cluster_problems) on its own lists, then the owners of its PodGroups that
-    wait (an owner read each, at most OWNER_READS): gone (a stale PodGroup), or a job whose operator set a minimum the
-    job cannot meet (_operators.minimum_problem)."""
-    out, reads = [], 0
+    """Each gang path's checks (GangPath.cluster_problems) on its own lists; then, of its PodGroups that wait, a gang
+    that can never fit from what it declares (its minResources, its job's members: before any pod exists); the owners
+    of those that wait (an owner read each, at most OWNER_READS): gone (a stale PodGroup), or a job whose operator set
+    a minimum the job cannot meet (_operators.minimum_problem); and the PodGroups with no owner at all whose workload
+    is gone (``ownerless``). The gangs that can never fit come first: no other cause matters while they hold."""
+    out, unfit, reads = [], [], 0
     for p in _registry.PATHS.values():
         mine = {**facts, "lists": (facts.get("lists") or {}).get(p.name, {})}
         out += p.cluster_problems(schedulers, ops, mine)
         if "now" not in facts:
             continue
+        unfit += declared_unfit(p, mine)
         stale = {id(pg) for pg, _o in p.stale_candidates(mine)}
         for pg, owner in p.owned_waiting(mine):
             if owner.get("kind") not in _api.KINDS or reads >= OWNER_READS:
@@ -71,10 +88,119 @@ def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) 
             if id(pg) in stale and (pg.get("status") or {}).get("phase") in p.admitted_phases and not _over(found):
                 out.append(p.unstarted_problem(pg, owner, ops))
                 continue
+            member = _member_unfit(p, pg, found, mine)
+            if member:
+                unfit.append(member)
+                continue
             why = _operators.minimum_problem(found, (pg.get("spec") or {}).get("minMember"))
             if why:
                 out.append({"object": what, "message": why[0], "fix": why[1]})
+        budget = max(0, OWNER_READS - reads)
+        found_stale, used = ownerless(client, p, mine, budget)
+        reads += used
+        out += found_stale
+    return unfit + out
+
+
+# the workloads whose name a PodGroup with no owner may carry: the operators and Trainer name a job's PodGroup after it
+WORKLOAD_KINDS = ("PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob", "JobSet", "Job")
+
+
+def ownerless(client, p, facts: dict, budget: int) -> tuple[list[dict], int]:
+    """The path's PodGroups with no owner (GangPath.ownerless_candidates) for which no workload of their name
+    (``WORKLOAD_KINDS``) exists in their namespace: stale, with or without pods left behind. Each candidate costs one
+    read of each kind, asked together; ``budget`` candidates at most. (problems, candidates read)."""
+    out, used = [], 0
+    for pg, orphans in p.ownerless_candidates(facts)[:budget]:
+        used += 1
+        md = pg.get("metadata") or {}
+        ns, name = md.get("namespace"), md.get("name")
+
+        def ask(kind, ns=ns, name=name):
+            try:
+                return client.get_or_none(_api.path(kind, ns, name), f"{kind} {ns}/{name}")
+            except ApiError:
+                return False  # no right to read it, or its API broken: not evidence that it is gone
+
+        found = _together.each(client, ask, WORKLOAD_KINDS)
+        if all(f is None for f in found):
+            out.append(p.ownerless_problem(pg, orphans, WORKLOAD_KINDS))
+    return out, used
+
+
+def _schedulable(facts: dict) -> tuple[float, float]:
+    """(the most GPUs one schedulable node has, all schedulable nodes' together), from gang_info's per_node."""
+    nodes = [n for n in facts.get("per_node") or [] if n.get("schedulable", True)]
+    return max((n["allocatable"] for n in nodes), default=0.0), sum(n["allocatable"] for n in nodes)
+
+
+def declared_unfit(p, facts: dict) -> list[dict]:
+    """The path's waiting PodGroups with no live member whose minResources ask for more GPUs than all schedulable
+    nodes have together: the gang can never start, and as its scheduler never lets it in, its operator creates no pod
+    (nothing Pending that a cluster autoscaler would add nodes for). Checked whether or not pods exist: a gang with
+    pods is counted from them (``unfit_problems``)."""
+    if "per_node" not in facts:
+        return []
+    most, total = _schedulable(facts)
+    gangs, out = facts.get("gangs", ()), []
+    for pg in (facts.get("lists") or {}).get("podgroups") or []:
+        md, spec = pg.get("metadata") or {}, pg.get("spec") or {}
+        key = f"{md.get('namespace')}/{md.get('name')}"
+        if key in gangs or (pg.get("status") or {}).get("phase") not in p.waiting_phases or md.get("deletionTimestamp"):
+            continue
+        want = (spec.get("minResources") or {}).get(_capacity.GPU)
+        try:
+            need = _capacity.quantity(want) if want is not None else 0.0
+        except ValueError:
+            continue
+        if need > total:
+            out.append(
+                _unfit_problem(
+                    p,
+                    pg,
+                    f"{spec.get('minMember')} member(s) asking for {_capacity.num(need)} GPU(s) together "
+                    f"(its minResources), and all schedulable nodes have {_capacity.num(total)}",
+                    "make the gang smaller (replicas, or its minimum) or add GPU nodes",
+                )
+            )
     return out
+
+
+def _member_unfit(p, pg: dict, job: dict, facts: dict) -> dict | None:
+    """A waiting PodGroup with no live member whose job (read) declares a member asking for more GPUs than any
+    schedulable node has."""
+    md = pg.get("metadata") or {}
+    if "per_node" not in facts or f"{md.get('namespace')}/{md.get('name')}" in facts.get("gangs", ()):
+        return None
+    most, _total = _schedulable(facts)
+    try:
+        members = _workloads.declared_members(job)
+    except ValueError:
+        return None
+    big = [(rtype, asks) for rtype, n, asks in members if n and asks > most]
+    if not big:
+        return None
+    rtype, asks = big[0]
+    return _unfit_problem(
+        p,
+        pg,
+        f"its {job.get('kind')}'s {rtype} members ask for {_capacity.num(asks)} GPU(s) each, and no schedulable node "
+        f"has more than {_capacity.num(most)}",
+        f"ask for at most {_capacity.num(most)} GPU(s) a member (more members, fewer GPUs each), or add a node that "
+        "has more",
+    )
+
+
+def _unfit_problem(p, pg: dict, numbers: str, fix: str) -> dict:
+    md = pg.get("metadata") or {}
+    return {
+        "object": f"PodGroup {md.get('namespace')}/{md.get('name')}",
+        "message": f"the gang of {p.title} PodGroup {md.get('namespace')}/{md.get('name')} declares {numbers}: it can "
+        "never start. No member pod exists yet: the operator creates them once the gang scheduler lets the gang in, "
+        "which it never will, so nothing is Pending for a cluster autoscaler to add nodes for",
+        "fix": fix + " (a cluster autoscaler does not see a gang that has no pod: add the nodes yourself, or give the "
+        "autoscaler a minimum)",
+    }
 
 
 # names an in_use entry gives at most, the count beside them
@@ -111,7 +237,8 @@ def in_use(schedulers: list[dict], facts: dict) -> dict[str, dict]:
 def _over(job: dict) -> bool:
     """Whether a job's conditions say it finished (Succeeded, Failed, Complete)."""
     conds = (job.get("status") or {}).get("conditions") or []
-    return any(c.get("type") in ("Succeeded", "Failed", "Complete") and c.get("status") == "True" for c in conds)
+    done = ("Succeeded", "Failed", "Complete", "Completed")
+    return any(c.get("type") in done and c.get("status") == "True" for c in conds)
 
 
 def minimums(facts: dict) -> dict[str, int]:
@@ -145,55 +272,115 @@ def unfit_problems(unfit: list[dict]) -> list[dict]:
     return out
 
 
-def event_problems(client) -> list[dict]:
-    """The jobs whose controller could not create pods (FailedCreate events, read once): a namespace quota that let
-    only part of a gang be created, or an admission webhook that refused the members (Volcano's, while the gang's
-    PodGroup is missing or its queue is not Open). The jobs' kind is listed once per namespace (EVENT_LISTS at most):
-    the events of a job that is gone, or was made again, are not its problem any more."""
-    try:
-        events = client.list(EVENTS[0], what=EVENTS[1], **EVENTS[2])
-    except Forbidden as e:
-        return [
-            {
-                "object": "Events (all namespaces)",
-                "message": f"gang_info may not list events ({e.msg}): the jobs a quota or an admission webhook let "
-                "create only part of their pods are not checked",
-                "fix": "grant list on events (docs/automation-user-rbac.yml in the collection's repository)",
-            }
-        ]
+# what a controller creates for a job, where it is not its pods: JobSet its Jobs, Trainer a TrainJob's JobSet and PodGroup
+MADE = {"JobSet": "Job(s)", "TrainJob": "object(s) (its JobSet or PodGroup)"}
+# what refused a creation, from the API server's message: (cause, words the message holds, fix; {ns}: the namespace)
+REFUSALS = (
+    (
+        "quota",
+        ("exceeded quota",),
+        "raise the ResourceQuota of namespace {ns} to hold the whole gang, or make the job smaller",
+    ),
+    (
+        "admission webhook",
+        ("admission webhook",),
+        "check the gang's PodGroup (Volcano admits its pods once it exists "
+        "and its queue is Open) and the webhook's component; then the controller creates the pods again",
+    ),
+    (
+        "LimitRange",
+        ("usage per", "limit to request ratio"),
+        "set the job's requests and limits within the LimitRange "
+        "of namespace {ns} (kubectl -n {ns} describe limitrange), or change the LimitRange",
+    ),
+    (
+        "PodSecurity admission",
+        ("violates PodSecurity",),
+        "make the job's pod template meet namespace {ns}'s "
+        "pod-security.kubernetes.io/enforce level, or lower that label",
+    ),
+)
+
+
+def _refusal(message: str) -> tuple[str, str] | None:
+    """(cause, fix) of a creation refused, from its event's message; None for a failure that is no refusal (a timeout,
+    a namespace being deleted): the controller tries again by itself."""
+    for cause, words, fix in REFUSALS:
+        if any(w in message for w in words):
+            return cause, fix
+    if "forbidden" in message or "denied" in message or "Invalid value" in message:
+        return (
+            "the API server",
+            "read the refusal in the message above, change what it names, then the controller creates the pods again",
+        )
+    return None
+
+
+def created_refused(events: list[dict]) -> dict[tuple, list]:
+    """(kind, namespace, name, uid, cause, fix) -> [(count, message)] of the creation-failure events that say a
+    creation was refused (``CREATE_FAILED``, ``REFUSALS``)."""
     by_object: dict[tuple, list] = {}
     for e in events:
-        io, msg = e.get("involvedObject") or {}, e.get("message") or ""
-        cause = "quota" if "exceeded quota" in msg else "admission" if "admission webhook" in msg else None
-        if cause:
-            key = (io.get("kind"), io.get("namespace"), io.get("name"), io.get("uid"), cause)
+        io, msg = e.get("involvedObject") or {}, e.get("message") or e.get("note") or ""
+        must = CREATE_FAILED.get(e.get("reason"), "")
+        if must is not None and must not in msg:
+            continue
+        why = _refusal(msg)
+        if why:
+            key = (io.get("kind"), io.get("namespace"), io.get("name"), io.get("uid"), *why)
             by_object.setdefault(key, []).append((e.get("count") or 1, msg))
-    out, alive = [], _alive(client, {(kind, ns) for kind, ns, _n, _u, _c in by_object})
-    for (kind, ns, name, uid, cause), found in sorted(by_object.items(), key=lambda kv: tuple(map(str, kv[0]))):
+    return by_object
+
+
+def event_problems(client) -> list[dict]:
+    """The jobs whose controller could not create their members (the creation-failure events of every controller
+    that makes a gang's members, ``CREATE_FAILED``, read once): a namespace quota that let only part of a gang be
+    created, an admission webhook (Volcano's, while the gang's PodGroup is missing or its queue is not Open), a
+    LimitRange or PodSecurity admission that refused the members. The jobs' kind is listed once per namespace
+    (EVENT_LISTS at most): the events of a job that is gone, was made again, or finished are not its problem any
+    more."""
+    events = []
+    for path, what, query in EVENTS:
+        try:
+            events += client.list(path, what=what, **query)
+        except Forbidden as e:
+            return [
+                {
+                    "object": "Events (all namespaces)",
+                    "message": f"gang_info may not list events ({e.msg}): the jobs a quota or an admission webhook let "
+                    "create only part of their pods are not checked",
+                    "fix": "grant list on events (docs/automation-user-rbac.yml in the collection's repository)",
+                }
+            ]
+    by_object = created_refused(events)
+    out, alive = [], _alive(client, {(key[0], key[1]) for key in by_object})
+    for (kind, ns, name, uid, cause, fix), found in sorted(by_object.items(), key=lambda kv: tuple(map(str, kv[0]))):
         there = alive.get((kind, ns))
-        if there is not None and uid not in there:
-            continue  # the job the events were about is gone, or was made again (the events outlive it by an hour)
+        if there is not None and (uid not in there or there[uid]):
+            continue  # the job is gone, made again (the events outlive it by an hour) or over
         count = sum(c for c, _m in found)
         said = found[-1][1]
+        made = MADE.get(kind, "pod(s)")
         if cause == "quota":
             message = (
-                f"its controller could not create {count} pod(s): a namespace ResourceQuota refused them ({said}); "
+                f"its controller could not create {count} {made}: a namespace ResourceQuota refused them ({said}); "
                 "the gang's other members may hold GPUs while these never come"
             )
-            fix = f"raise the ResourceQuota of namespace {ns} to hold the whole gang, or make the job smaller"
+        elif cause == "admission webhook":
+            message = f"an admission webhook refused {count} of its {made} ({said})"
         else:
-            message = f"an admission webhook refused {count} of its pods ({said})"
-            fix = (
-                "check the gang's PodGroup (Volcano admits its pods once it exists and its queue is Open) and the "
-                "webhook's component; then the controller creates the pods again"
+            message = (
+                f"its controller could not create {count} {made}: {'a ' if cause != 'the API server' else ''}"
+                f"{cause} refused them ({said}); the gang never has all its members"
             )
-        out.append({"object": f"{kind} {ns}/{name}", "message": message, "fix": fix})
+        out.append({"object": f"{kind} {ns}/{name}", "message": message, "fix": fix.format(ns=ns)})
     return out
 
 
-def _alive(client, where: set[tuple]) -> dict[tuple, set]:
-    """(kind, namespace) -> the uids of that kind's objects there, each listed once (EVENT_LISTS at most, the kinds the
-    collection knows); a pair not listed (no right to, its CRD gone, past the bound) is absent: its events stand."""
+def _alive(client, where: set[tuple]) -> dict[tuple, dict]:
+    """(kind, namespace) -> {uid: whether it finished} of that kind's objects there, each listed once (EVENT_LISTS at
+    most, the kinds the collection knows); a pair not listed (no right to, its CRD gone, past the bound) is absent: its
+    events stand."""
     out = {}
     for kind, ns in sorted(where, key=lambda kn: tuple(map(str, kn)))[:EVENT_LISTS]:
         if kind not in _api.KINDS or not ns:
@@ -202,7 +389,7 @@ def _alive(client, where: set[tuple]) -> dict[tuple, set]:
             items = client.list(_api.path(kind, ns), what=f"{kind}s in {ns}")
         except ApiError:
             continue
-        out[(kind, ns)] = {(o.get("metadata") or {}).get("uid") for o in items}
+        out[(kind, ns)] = {(o.get("metadata") or {}).get("uid"): _over(o) for o in items}
     return out
 
 

@@ -17,6 +17,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _r
 POD_LABEL = {
     **{kind: "training.kubeflow.org/job-name" for kind in _workloads.REPLICA_SPECS},
     "TrainJob": "jobset.sigs.k8s.io/jobset-name",
+    "JobSet": "jobset.sigs.k8s.io/jobset-name",
     "Job": "batch.kubernetes.io/job-name",
 }
 KINDS = (*POD_LABEL, "PodGroup")
@@ -133,6 +134,12 @@ def _events(client, ns: str, names: set[str]) -> list[str]:
     ]
 
 
+def _names(obj: str, keys: set[str]) -> bool:
+    """Whether a problem's object ('PodGroup ns/name', 'Pods ns/a and 2 more', 'Deployment x, Deployment y') names one
+    of ``keys`` ('ns/name') as a whole word (team/a is not team/ab)."""
+    return any(word.strip(",()") in keys for word in obj.split())
+
+
 def _kueue(obj: dict | None, kind: str, ns: str, name: str, kueue: dict | None) -> dict | None:
     """The job's part in Kueue: the LocalQueue its label names (and whether it exists, and where it sends) and the
     Workload Kueue made for it, from gang_info's ``kueue`` fact; None when it names no queue."""
@@ -176,6 +183,14 @@ def _why(
     found, rows: list[dict], pg: dict | None, said: str | None, touching: list[dict], what: str, kueue=None
 ) -> str:
     """One line: why the job is where it is, and what to do, from the evidence gathered."""
+    if not found and pg is not None:
+        gone = f"{what} is gone, but its gang object PodGroup {pg['metadata']['namespace']}/{pg['metadata']['name']} "
+        if touching:
+            return gone + f"remains: {touching[0]['message']}. Fix: {touching[0]['fix']}"
+        return gone + (
+            f"remains ({said}); it is deleted with the job unless the job was deleted with --cascade=orphan: delete it "
+            "if no job of its name is coming back"
+        )
     if not found:
         return f"{what} does not exist: check its kind, namespace and name"
     if touching:
@@ -219,14 +234,15 @@ def explain(client, job: dict, facts: dict, ops: list[dict], problems: list[dict
         obj = client.get_or_none(_api.path(kind, ns, name), what)  # the first of ``reads``
         found = obj is not None
     path, pg = _podgroup(facts, ns, name)
+    # a job that is gone may have left its gang object and its pods (deleted with --cascade=orphan); a gang with no
+    # PodGroup object is formed from its pods' labels (Koordinator's label gang)
+    pods = _pods(client, kind, ns, name) if found or pg is not None or kind == "PodGroup" else []
     if kind == "PodGroup" and pg is None:
-        found = False
-    rows = [_pod_row(p) for p in _pods(client, kind, ns, name)] if found else []
+        found = bool(pods)
+    rows = [_pod_row(p) for p in pods]
     said = _said(pg)
     names = {name, *(r["name"] for r in rows)}
-    touching = [
-        p for p in problems if f"{ns}/{name}" in p["object"] or any(f"{ns}/{r['name']}" in p["object"] for r in rows)
-    ]
+    touching = [p for p in problems if _names(p["object"], {f"{ns}/{n}" for n in names})]
     queue = None
     if pg is not None and _registry.get(path).queues:
         qname = (pg.get("spec") or {}).get("queue") or "default"
@@ -263,9 +279,9 @@ def explain(client, job: dict, facts: dict, ops: list[dict], problems: list[dict
         },
         "queue": queue,
         "kueue": kueue,
-        "quotas": _quotas(client, ns) if found else [],
+        "quotas": _quotas(client, ns) if found or pg is not None else [],
         "pods": rows,
-        "events": _events(client, ns, names) if found else [],
+        "events": _events(client, ns, names) if found or pg is not None else [],
         "operator_flag": flag,
         "problems": touching,
         "why": _why(found, rows, pg, said, touching, what, kueue),

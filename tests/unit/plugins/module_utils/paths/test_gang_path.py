@@ -83,8 +83,9 @@ class _Client:
     def list(self, path, what="", **query):
         self.lists.append(path)
         if path.endswith("/events"):
-            assert query == {"fieldSelector": "reason=FailedCreate"}
-            return self.events
+            field, _eq, reason = query["fieldSelector"].partition("=")
+            assert field == "reason" and reason in _gang_info_gangs.CREATE_FAILED, query
+            return [e for e in self.events if e.get("reason", "FailedCreate") == reason]
         return [o for p, o in self.objects.items() if p.rsplit("/", 1)[0] == path]
 
     def list_or_empty(self, path, what="", **query):
@@ -161,7 +162,8 @@ def test_failed_creates_of_a_quota_or_an_admission_webhook_are_named_per_job():
     )
     probs = _gang_info_gangs.event_problems(client)
     # the jobs' kind listed once in their namespace, whatever the number of jobs named
-    assert client.lists == ["/api/v1/events", "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs"]
+    events = ["/api/v1/events"] * len(_gang_info_gangs.CREATE_FAILED)  # one list a controller's reason
+    assert client.lists == [*events, "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs"]
     assert [p["object"] for p in probs] == ["PyTorchJob team/a", "PyTorchJob team/q"]
     assert "refused 1 of its pods" in probs[0]["message"] and "its queue is Open" in probs[0]["fix"]
     assert "could not create 2 pod(s): a namespace ResourceQuota refused them" in probs[1]["message"]
@@ -248,3 +250,165 @@ def test_what_users_run_on_a_path_is_in_use_and_a_finished_gang_is_not():
     assert _volcano.PATH.in_use([VOLCANO], {"lists": {}, "keyed": {}}) == []
     listed = {"volcano": facts["lists"]}
     assert _gang_info_gangs.in_use([VOLCANO], {**facts, "lists": listed}) == {"volcano": {"count": 3, "objects": used}}
+
+
+def _refused(kind, name, reason, msg, uid=None):
+    return {
+        "involvedObject": {"kind": kind, "namespace": "team", "name": name, "uid": uid or f"u-{name}"},
+        "reason": reason,
+        "message": msg,
+        "count": 1,
+    }
+
+
+def test_every_controllers_refused_creations_are_named_whatever_refused_them():
+    """The reason each controller writes (as its source does), and each refuser: a quota, a LimitRange, a PodSecurity
+    admission, any other refusal; a failure that is no refusal, mpi-operator's reason for a failed job, and the events
+    of a finished job name nothing."""
+    quota = 'pods "w-3" is forbidden: exceeded quota: two, requested: pods=1, used: pods=2, limited: pods=2'
+    limit = 'pods "w-1" is forbidden: maximum cpu usage per Container is 1, but limit is 2'
+    pss = 'pods "w-0" is forbidden: violates PodSecurity "restricted:latest": privileged'
+    jobs = {
+        ("kubeflow.org/v1", "pytorchjobs"): ("tq", "tl"),
+        ("kubeflow.org/v2beta1", "mpijobs"): ("mq", "mdone", "mfail"),
+        ("jobset.x-k8s.io/v1alpha2", "jobsets"): ("js",),
+        ("trainer.kubeflow.org/v1alpha1", "trainjobs"): ("tj",),
+        ("batch/v1", "jobs"): ("bj", "slow"),
+    }
+    objects = {}
+    for (api, plural), names in jobs.items():
+        for n in names:
+            done = [{"type": "Succeeded", "status": "True"}] if n == "mdone" else []
+            objects[f"/apis/{api}/namespaces/team/{plural}/{n}"] = {
+                "metadata": {"uid": f"u-{n}"},
+                "status": {"conditions": done},
+            }
+    client = _Client(
+        objects=objects,
+        events=[
+            _refused("PyTorchJob", "tq", "FailedCreatePod", f"Error creating: {quota}"),
+            _refused("PyTorchJob", "tl", "FailedCreatePod", f"Error creating: {limit}"),
+            _refused("MPIJob", "mq", "MPIJobFailed", f"worker pod created failed: {quota}"),
+            _refused("MPIJob", "mdone", "MPIJobFailed", f"worker pod created failed: {quota}"),  # the job finished
+            _refused("MPIJob", "mfail", "MPIJobFailed", 'MPIJob team/mfail has failed: pods "x" is forbidden'),
+            _refused("JobSet", "js", "JobCreationFailed", 'jobs.batch "js-w-0" is forbidden: exceeded quota: jobs'),
+            _refused("TrainJob", "tj", "TrainJobResourcesCreationFailed", 'admission webhook "x" denied the request'),
+            _refused("Job", "bj", "FailedCreate", f"Error creating: {pss}"),
+            _refused("Job", "slow", "FailedCreate", "Error creating: etcdserver: request timed out"),  # retried
+        ],
+    )
+    probs = {p["object"]: p for p in _gang_info_gangs.event_problems(client)}
+    assert sorted(probs) == [
+        "Job team/bj",
+        "JobSet team/js",
+        "MPIJob team/mq",
+        "PyTorchJob team/tl",
+        "PyTorchJob team/tq",
+        "TrainJob team/tj",
+    ]
+    assert "ResourceQuota refused them" in probs["PyTorchJob team/tq"]["message"]
+    assert "ResourceQuota refused them" in probs["MPIJob team/mq"]["message"]
+    assert "a LimitRange refused them" in probs["PyTorchJob team/tl"]["message"]
+    assert "kubectl -n team describe limitrange" in probs["PyTorchJob team/tl"]["fix"]
+    assert "a PodSecurity admission refused them" in probs["Job team/bj"]["message"]
+    assert "pod-security.kubernetes.io/enforce" in probs["Job team/bj"]["fix"]
+    assert "an admission webhook refused 1" in probs["TrainJob team/tj"]["message"]
+
+
+def _ownerless(name, phase="Pending", min_gpus=None):
+    pg = _podgroup(name, phase=phase)
+    pg["metadata"].pop("ownerReferences")
+    if min_gpus is not None:
+        pg["spec"]["minResources"] = {"nvidia.com/gpu": str(min_gpus)}
+    return pg
+
+
+def _facts(*podgroups, gangs=(), orphaned=None, per_node=None):
+    return {
+        "now": NOW,
+        "threshold": 60,
+        "gangs": set(gangs),
+        "keyed": {},
+        "orphaned": orphaned or {},
+        **({"per_node": per_node} if per_node is not None else {}),
+        "lists": {"volcano": {"podgroups": list(podgroups), "queues": []}},
+    }
+
+
+def test_a_podgroup_with_no_owner_and_no_workload_of_its_name_is_stale_with_or_without_pods_left():
+    """A job deleted with --cascade=orphan: the garbage collector takes the ownerReference off its PodGroup (and off
+    its pods, if it had any). No workload of the name: stale; one there (a job made again): not; a gang of plain pods
+    with members of its own is not read at all."""
+    left = {"members": 2, "bound": 2, "job_label": "training.kubeflow.org/job-name=kept"}
+    facts = _facts(
+        _ownerless("gone"),
+        _ownerless("kept", phase="Running"),
+        _ownerless("again"),
+        _ownerless("plain", phase="Running"),
+        gangs={"team/kept", "team/plain"},
+        orphaned={"team/kept": left},
+    )
+    client = _Client({"/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/again": {"metadata": {"uid": "u9"}}})
+    probs = _gang_info_gangs.path_problems(client, [VOLCANO], [], facts)
+    assert [p["object"] for p in probs] == ["PodGroup team/gone", "PodGroup team/kept"]
+    gone, kept = probs
+    assert "no pod, no owner and no job of its name in namespace team" in gone["message"]
+    assert "still counts against its queue" in gone["message"] and "--cascade=orphan" in gone["message"]
+    assert "delete podgroups.scheduling.volcano.sh gone" in gone["fix"]
+    assert "2 pod(s) of the deleted job (training.kubeflow.org/job-name=kept, 2 bound)" in kept["message"]
+    assert "delete pods -l training.kubeflow.org/job-name=kept" in kept["fix"]
+    # each candidate: one read of each workload kind; the plain-pod gang none
+    kinds = len(_gang_info_gangs.WORKLOAD_KINDS)
+    assert len(client.reads) == 3 * kinds and not any(r.endswith("/plain") for r in client.reads)
+
+
+def test_a_gang_that_declares_more_than_the_cluster_has_is_named_before_any_pod_exists():
+    """5 one-GPU members on 4 GPUs, no pod (the scheduler never lets the gang in, so the operator makes none): named
+    from its PodGroup's minResources; with pods it is the pods' check that names it, not this one; a member bigger
+    than any node, from its job's spec once its owner is read."""
+    nodes = [{"name": f"n{i}", "allocatable": 1, "schedulable": True} for i in range(4)]
+    big = _ownerless("big", min_gpus=5)
+    big["metadata"]["ownerReferences"] = [{"kind": "PyTorchJob", "name": "big", "uid": "u1", "controller": True}]
+    fits = _podgroup("fits", phase="Pending")
+    fits["spec"]["minResources"] = {"nvidia.com/gpu": "4"}
+    wide = _podgroup("wide", phase="Pending")
+    wide["spec"]["minResources"] = {"nvidia.com/gpu": "2"}
+    with_pods = _podgroup("withpods", phase="Pending")
+    with_pods["spec"]["minResources"] = {"nvidia.com/gpu": "8"}
+    pytorch = "/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/"
+
+    def job(name, gpus, replicas):
+        res = {"limits": {"nvidia.com/gpu": str(gpus)}}
+        spec = {"replicas": replicas, "template": {"spec": {"containers": [{"name": "c", "resources": res}]}}}
+        return {"kind": "PyTorchJob", "metadata": {"uid": "u1"}, "spec": {"pytorchReplicaSpecs": {"Worker": spec}}}
+
+    client = _Client(
+        {
+            f"{pytorch}big": job("big", 1, 5),
+            f"{pytorch}fits": job("fits", 1, 4),
+            f"{pytorch}wide": job("wide", 2, 1),
+            f"{pytorch}withpods": job("withpods", 1, 8),
+        }
+    )
+    facts = _facts(big, fits, wide, with_pods, gangs={"team/withpods"}, per_node=nodes)
+    probs = _gang_info_gangs.path_problems(client, [VOLCANO], [], facts)
+    assert [p["object"] for p in probs] == ["PodGroup team/big", "PodGroup team/wide"]
+    assert "asking for 5 GPU(s) together (its minResources), and all schedulable nodes have 4" in probs[0]["message"]
+    assert (
+        "it can never start" in probs[0]["message"]
+        and "nothing is Pending for a cluster autoscaler" in (probs[0]["message"])
+    )
+    assert "Worker members ask for 2 GPU(s) each, and no schedulable node has more than 1" in probs[1]["message"]
+    # no node facts (a caller that gives none): nothing is guessed
+    assert _gang_info_gangs.declared_unfit(_volcano.PATH, _facts(big)) == []
+
+
+def test_a_fold_tells_pods_a_deleted_job_left_behind_from_a_jobs_own_and_plain_pods():
+    job = "training.kubeflow.org/job-name"
+    owned = {"kind": "PyTorchJob", "name": "a", "controller": True}
+    left = [_pod(f"l{i}", "volcano", node="n1", annotations={GANG: "left"}, labels={job: "left"}) for i in range(2)]
+    mine = _pod("o", "volcano", node="n1", annotations={GANG: "owned"}, labels={job: "owned"})
+    mine["metadata"]["ownerReferences"] = [owned]
+    plain = _pod("p", "volcano", annotations={GANG: "plain"})
+    orphaned = _pod_facts.fold([*left, mine, plain], NOW, 60).orphaned()
+    assert orphaned == {"team/left": {"members": 2, "bound": 2, "job_label": f"{job}=left"}}
