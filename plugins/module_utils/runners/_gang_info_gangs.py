@@ -367,7 +367,7 @@ def event_problems(client) -> list[dict]:
                 "the gang's other members may hold GPUs while these never come"
             )
         elif cause == "admission webhook":
-            message = f"an admission webhook refused {count} of its {made} ({said})"
+            message = f"an admission webhook refused {count} of its {made.replace('(s)', 's')} ({said})"
         else:
             message = (
                 f"its controller could not create {count} {made}: {'a ' if cause != 'the API server' else ''}"
