@@ -1,0 +1,72 @@
+"""gang_info's explanation of a job that is gone while its gang object remains (deleted with --cascade=orphan), of a
+label gang by its name (no PodGroup object), and which problems touch a job: a whole name, not a prefix of another."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info_job
+
+PG = {
+    "metadata": {"name": "resnet", "namespace": "team"},
+    "spec": {"minMember": 5},
+    "status": {"phase": "Pending"},
+}
+STALE = {
+    "object": "PodGroup team/resnet",
+    "message": "the Volcano PodGroup is Pending with no pod, no owner and no job of its name",
+    "fix": "delete it",
+}
+
+
+class _Client:
+    """The API of a namespace: objects by path, and the pods listed (any selector)."""
+
+    def __init__(self, objects=None, pods=()):
+        self.objects, self.pods = objects or {}, list(pods)
+
+    def get_or_none(self, path, what=""):
+        return self.objects.get(path)
+
+    def list_or_empty(self, path, what="", **query):
+        return self.pods if path.endswith("/pods") else []
+
+
+def _facts(*podgroups):
+    return {"lists": {"volcano": {"podgroups": list(podgroups), "queues": []}}}
+
+
+def test_a_job_that_is_gone_while_its_podgroup_remains_is_explained_from_the_podgroup():
+    job = {"kind": "PyTorchJob", "namespace": "team", "name": "resnet"}
+    out = _gang_info_job.explain(_Client(), job, _facts(PG), [], [STALE])
+    assert out["found"] is False and out["gang"]["name"] == "resnet" and out["problems"] == [STALE]
+    assert out["why"].startswith("PyTorchJob team/resnet is gone, but its gang object PodGroup team/resnet remains: ")
+    assert "no owner and no job of its name" in out["why"] and out["why"].endswith("Fix: delete it")
+    # no problem named (yet): the PodGroup's state, and what to do if no job is coming back
+    quiet = _gang_info_job.explain(_Client(), job, _facts(PG), [], [])
+    assert "remains (phase Pending)" in quiet["why"] and "--cascade=orphan" in quiet["why"]
+    # neither the job nor a PodGroup: as before
+    gone = _gang_info_job.explain(_Client(), job, _facts(), [], [])
+    assert gone["why"] == "PyTorchJob team/resnet does not exist: check its kind, namespace and name"
+
+
+def test_a_label_gang_is_explained_by_its_name_from_its_pods():
+    label = {"pod-group.scheduling.sigs.k8s.io/name": "g", "pod-group.scheduling.sigs.k8s.io/min-available": "2"}
+
+    def pod(name, node=None):
+        return {
+            "metadata": {"name": name, "namespace": "team", "labels": label},
+            "spec": {"schedulerName": "koord-scheduler", **({"nodeName": node} if node else {})},
+            "status": {"phase": "Running" if node else "Pending"},
+        }
+
+    job = {"kind": "PodGroup", "namespace": "team", "name": "g"}
+    out = _gang_info_job.explain(_Client(pods=[pod("a", "n1"), pod("b", "n2")]), job, _facts(), [], [])
+    assert out["found"] is True and out["gang"] is None and out["why"] == "running: all 2 pod(s) bound"
+    none = _gang_info_job.explain(_Client(), job, _facts(), [], [])
+    assert none["found"] is False
+
+
+def test_a_problem_touches_a_job_by_its_whole_name():
+    assert _gang_info_job._names("PodGroup team/a", {"team/a"})
+    assert _gang_info_job._names("Pods team/a-0 and 2 more", {"team/a-0"})
+    assert not _gang_info_job._names("PodGroup team/ab", {"team/a"})
+    assert _gang_info_job._names("Deployment x/y, PyTorchJob team/a", {"team/a"})
