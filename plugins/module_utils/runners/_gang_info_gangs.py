@@ -272,7 +272,7 @@ def unfit_problems(unfit: list[dict]) -> list[dict]:
     return out
 
 
-# what a controller creates for a job, where it is not its pods: JobSet its Jobs, Trainer a TrainJob's JobSet and PodGroup
+# what a controller creates for a job where it is not its pods: JobSet its Jobs, Trainer a TrainJob's JobSet, PodGroup
 MADE = {"JobSet": "Job(s)", "TrainJob": "object(s) (its JobSet or PodGroup)"}
 # what refused a creation, from the API server's message: (cause, words the message holds, fix; {ns}: the namespace)
 REFUSALS = (
