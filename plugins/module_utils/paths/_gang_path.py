@@ -203,7 +203,40 @@ class GangPath:
         """Problems of this path's installation and of the gangs on it, from what gang_info read (``facts``:
         kube_version, crd_state, lists (this path's ``lists``, by name), gangs (the gangs with a live member),
         keyed (PodFold.keyed), said (PodFold.said), now, threshold)."""
-        return self.member_problems(facts.get("keyed") or {}, schedulers) + self.podgroup_problems(facts)
+        out = self.member_problems(facts.get("keyed") or {}, schedulers) + self.podgroup_problems(facts)
+        return out + self.unwatched_problems(schedulers, facts)
+
+    def unwatched_problems(self, schedulers: list[dict], facts: dict) -> list[dict]:
+        """This path's PodGroups that wait for the threshold or longer with nothing written on them by a scheduler
+        (phase unset or Pending, no condition) while no scheduler of this path runs: their API group is watched by no
+        running scheduler (another path's runs, or none), so the gangs are never looked at, and with Volcano's the
+        operator does not even create their pods."""
+        if not self.podgroup_kind or "now" not in facts:
+            return []
+        if any(s["kind"] == self.scheduler_kind and s.get("ready") for s in schedulers):
+            return []
+        unseen = [
+            pg
+            for pg, _key, _owner in self._aged(facts)
+            if (pg.get("status") or {}).get("phase") in (None, "Pending")
+            and not (pg.get("status") or {}).get("conditions")
+        ]
+        if not unseen:
+            return []
+        md = unseen[0].get("metadata") or {}
+        running = ", ".join(f"{_schedulers.label(s['kind'])} {where(s)}" for s in schedulers if s.get("ready"))
+        group = _podgroups.group(self.podgroup_kind)
+        return [
+            {
+                "object": f"PodGroup {md.get('namespace')}/{md.get('name')}"
+                + (f" and {len(unseen) - 1} more" if len(unseen) > 1 else ""),
+                "message": f"{len(unseen)} PodGroup(s) of {group} wait with nothing written on them by a scheduler, "
+                f"and no {self.title} scheduler runs to watch that API group (running: "
+                f"{running or 'no gang scheduler found'}): their gangs are never looked at",
+                "fix": f"install or restart {self.title} (gangsched.kubeflow.{self.role}), or point the jobs' operator "
+                "at the gang scheduler that runs (gangsched.kubeflow.operator_gang) and submit them again",
+            }
+        ]
 
     def lists(self, crds: dict) -> dict[str, tuple[str, str]]:
         """What gang_info lists cluster-wide for this path's checks, by name: (kind, apiVersion); its PodGroups
@@ -311,6 +344,13 @@ class GangPath:
             if owner and owner.get("kind") in minimum_kinds:
                 out.append((pg, owner))
         return out
+
+    def unstarted_why(self, pg: dict, said: str | None) -> str:
+        """gang_info's why for a job whose PodGroup exists and no pod yet, where no problem was found."""
+        return (
+            f"no pod yet: its gang object {pg['metadata']['name']} is at {said}; the operator creates the pods once "
+            "the gang scheduler lets the gang in"
+        )
 
     # the PodGroup phases in which the scheduler has let the gang in and the operator must create its pods
     admitted_phases: tuple = ()

@@ -36,6 +36,19 @@ class Volcano(_gang_path.GangPath):
     smoke_queue = "default"
     admitted_phases = ("Inqueue",)
 
+    def unstarted_why(self, pg, said):
+        """A Pending PodGroup is held by vc-scheduler's enqueue action, which the operators wait for before they create
+        a pod: nothing is Pending for a cluster autoscaler, and what lets it in is the free room, overcommitted."""
+        if (pg.get("status") or {}).get("phase") not in ("Pending", None):
+            return super().unstarted_why(pg, said)
+        return (
+            f"held by Volcano's enqueue, no pod yet: its PodGroup {pg['metadata']['name']} is at {said}. Volcano lets "
+            "the gang in once its minResources fit the room that is free (times the overcommit plugin's "
+            "overcommit-factor, 1.2 unless its configuration sets one) and within its queue, and only then does the "
+            "operator create its pods: until then no pod is Pending, so a cluster autoscaler adds no node for it. It "
+            "starts when running jobs free room, or with more nodes added by hand"
+        )
+
     def podgroup_spec(self) -> dict:
         return {"queue": self.smoke_queue}
 

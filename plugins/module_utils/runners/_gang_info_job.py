@@ -180,7 +180,14 @@ def _kueue_why(k: dict | None, what: str) -> str | None:
 
 
 def _why(
-    found, rows: list[dict], pg: dict | None, said: str | None, touching: list[dict], what: str, kueue=None
+    found,
+    rows: list[dict],
+    pg: dict | None,
+    said: str | None,
+    touching: list[dict],
+    what: str,
+    kueue=None,
+    path: str | None = None,
 ) -> str:
     """One line: why the job is where it is, and what to do, from the evidence gathered."""
     if not found and pg is not None:
@@ -201,14 +208,21 @@ def _why(
     bound = [r for r in rows if r["node"]]
     if not rows:
         if pg is not None:
-            return (
-                f"no pod yet: its gang object {pg['metadata']['name']} is at {said}; the operator creates the pods "
-                "once the gang scheduler lets the gang in"
-            )
+            return _registry.get(path).unstarted_why(pg, said)  # the path of the PodGroup found
         return f"no pod and no gang object yet: check that the operator of {what} runs, and its log"
     if len(bound) == len(rows):
         return f"running: all {len(rows)} pod(s) bound"
     if bound:
+        waiting = sorted({r["scheduler_said"] for r in rows if not r["node"] and r["scheduler_said"]})
+        if pg is not None and path:
+            # the pods carry their gang and no check above found a cause in the configuration: say so
+            return (
+                f"partial: {len(bound)} of {len(rows)} pods bound, the others Pending, although the pods carry their "
+                f"gang (PodGroup {pg['metadata']['name']}: {said}) and no configuration cause was found; the "
+                f"scheduler's last words on the unbound: {'; '.join(waiting) or 'none yet'}. A member made again "
+                "after its gang started (a restart, an eviction) must fit beside its running siblings: the gang "
+                "scheduler held only the first start. Free room for it, or restart the whole job"
+            )
         return (
             f"partial: {len(bound)} of {len(rows)} pods bound, the others Pending; a gang scheduler would have held "
             "them all: check that its pods name the gang scheduler and carry its gang"
@@ -284,7 +298,7 @@ def explain(client, job: dict, facts: dict, ops: list[dict], problems: list[dict
         "events": _events(client, ns, names) if found or pg is not None else [],
         "operator_flag": flag,
         "problems": touching,
-        "why": _why(found, rows, pg, said, touching, what, kueue),
+        "why": _why(found, rows, pg, said, touching, what, kueue, path),
     }
     out["summary"] = summary(out)
     return out

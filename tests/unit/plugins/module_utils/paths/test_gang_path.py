@@ -412,3 +412,27 @@ def test_a_fold_tells_pods_a_deleted_job_left_behind_from_a_jobs_own_and_plain_p
     plain = _pod("p", "volcano", annotations={GANG: "plain"})
     orphaned = _pod_facts.fold([*left, mine, plain], NOW, 60).orphaned()
     assert orphaned == {"team/left": {"members": 2, "bound": 2, "job_label": f"{job}=left"}}
+
+
+def _mine(facts: dict, path: str = "volcano") -> dict:
+    """The facts as gang_info hands them to one path: its own lists."""
+    return {**facts, "lists": facts["lists"][path]}
+
+
+def test_podgroups_of_a_group_no_running_scheduler_watches_are_named():
+    """Volcano PodGroups that nothing wrote on while only scheduler-plugins runs (or Volcano's scheduler is down):
+    named once, with the count; with Volcano running, or a PodGroup the scheduler wrote on, nothing."""
+    waiting = [_ownerless(f"w{i}", phase=None) for i in range(3)]
+    said = _ownerless("said")
+    said["status"]["conditions"] = [{"type": "Unschedulable", "status": "True"}]
+    facts = _mine(_facts(*waiting, said))
+    sp = {**SP, "source": "Deployment", "namespace": "scheduler-plugins", "name": "sp"}
+    (p,) = _volcano.PATH.unwatched_problems([sp], facts)
+    assert p["object"] == "PodGroup team/w0 and 2 more"
+    assert "3 PodGroup(s) of scheduling.volcano.sh wait with nothing written on them" in p["message"]
+    assert "running: scheduler-plugins Deployment scheduler-plugins/sp" in p["message"], p
+    assert "gangsched.kubeflow.volcano" in p["fix"]
+    down = {**VOLCANO, "ready": False, "source": "Deployment", "namespace": "volcano-system", "name": "vc"}
+    assert "no gang scheduler found" in _volcano.PATH.unwatched_problems([down], facts)[0]["message"]
+    assert _volcano.PATH.unwatched_problems([VOLCANO], facts) == []
+    assert _volcano.PATH.unwatched_problems([sp], _mine(_facts(said))) == []

@@ -70,3 +70,29 @@ def test_a_problem_touches_a_job_by_its_whole_name():
     assert _gang_info_job._names("Pods team/a-0 and 2 more", {"team/a-0"})
     assert not _gang_info_job._names("PodGroup team/ab", {"team/a"})
     assert _gang_info_job._names("Deployment x/y, PyTorchJob team/a", {"team/a"})
+
+
+def test_a_gang_held_by_volcanos_enqueue_says_nothing_is_pending_for_an_autoscaler():
+    why = _gang_info_job._why(True, [], PG, "phase Pending", [], "PyTorchJob team/resnet", path="volcano")
+    assert why.startswith("held by Volcano's enqueue, no pod yet: its PodGroup resnet is at phase Pending")
+    assert "overcommit-factor" in why and "no pod is Pending, so a cluster autoscaler adds no node" in why
+    let_in = {**PG, "status": {"phase": "Inqueue"}}
+    why = _gang_info_job._why(True, [], let_in, "phase Inqueue", [], "PyTorchJob team/resnet", path="volcano")
+    assert why.startswith("no pod yet: its gang object resnet is at phase Inqueue")
+
+
+def test_a_partial_start_with_the_gang_in_place_says_no_configuration_cause_was_found():
+    rows = [
+        {"name": "w-0", "node": "n1", "scheduler_said": None, "scheduler_name": "volcano"},
+        {
+            "name": "w-1",
+            "node": None,
+            "scheduler_said": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu",
+            "scheduler_name": "volcano",
+        },
+    ]
+    why = _gang_info_job._why(True, rows, PG, "phase Running", [], "PyTorchJob team/resnet", path="volcano")
+    assert why.startswith("partial: 1 of 2 pods bound, the others Pending, although the pods carry their gang")
+    assert "no configuration cause was found" in why and "4 Insufficient nvidia.com/gpu" in why
+    # no gang object: the pods do not carry one, as before
+    assert "check that its pods name the gang scheduler" in _gang_info_job._why(True, rows, None, None, [], "x")
