@@ -64,7 +64,11 @@ description:
     C(TrainJobResourcesCreationFailed); one list of events a reason), with what refused it (a ResourceQuota, an
     admission webhook, a LimitRange, a PodSecurity admission, another refusal of the API server); and a stale gang
     object, whether its owner reference names an owner that is gone or it has no owner left and no workload of its
-    name exists in its namespace (a job deleted with C(--cascade=orphan)), with the pods that job left behind.
+    name exists in its namespace (a job deleted with C(--cascade=orphan)), with the pods that job left behind;
+    PodGroups that wait with nothing written on them while no scheduler of their API group runs; and an operator
+    whose gang flag points at a PodGroup path, or a gang scheduler running as a Deployment, whose ServiceAccount lacks
+    the gang rights on its PodGroups (or a scheduler the binding of pods), asked with SubjectAccessReviews as that
+    ServiceAccount (which change nothing; one each, sent together).
   - RV(partial_gangs) lists PodGroups and Kubeflow jobs with some members bound and others Pending
     longer than O(partial_threshold_seconds), with the GPUs they hold; this is the deadlock the
     all-or-nothing rule prevents.

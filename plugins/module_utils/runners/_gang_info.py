@@ -28,6 +28,7 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import 
     _gang_info_job,
     _gang_info_kueue,
     _gang_info_native,
+    _gang_info_rights,
     _gang_info_trainer,
 )
 
@@ -357,6 +358,7 @@ def _gather(client, params: dict, now: float, first: dict) -> dict:
     probs += _gang_info_gangs.path_problems(client, schedulers, ops, facts)
     probs += _gang_info_gangs.unfit_problems(pods.unfit(per_node, _gang_info_gangs.minimums(facts)))
     probs += _gang_info_gangs.event_problems(client)
+    probs += _gang_info_rights.rights_problems(client, ops, schedulers, deployments)
     shared = pods.shared(_gpu_node_facts.replicas(per_node, params.get("gpu_nodes") or {}))
     probs += _gang_info_gangs.shared_problems(shared)
     native_facts, native_probs = _gang_info_native.native_info(client, now, threshold)

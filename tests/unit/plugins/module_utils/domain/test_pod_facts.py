@@ -523,6 +523,11 @@ class FoldClient:
 
     list_or_empty = list
 
+    def request(self, method, path, query=None, body=None, what="", **kw):
+        """SubjectAccessReviews of the components' gang rights: all allowed."""
+        assert method == "POST" and path.endswith("/subjectaccessreviews"), path
+        return {"status": {"allowed": True}}
+
     def scan(self, path, what="", keep=None, **query):
         items = {"/api/v1/nodes": NODES, "/api/v1/pods": self.pods}.get(path, [])
         out = [keep(i) if keep else i for i in items]

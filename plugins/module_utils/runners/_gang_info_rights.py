@@ -1,0 +1,146 @@
+# Copyright: gangsched.kubeflow contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Private to this collection: gang_info's check of the gang rights of the components that run — each Kubeflow
+operator whose gang flag points at a path with PodGroups, and each gang scheduler that runs as a Deployment — asked
+as their own ServiceAccount with SubjectAccessReviews (the rights on their PodGroups' API group of the collection's
+rule table, _rbac.RULES, and a scheduler's binding of pods), sent together. What the smoke test finds only when an
+operator makes no PodGroup, found here on every read. A SubjectAccessReview changes nothing. Part of gang_info's
+runner (``_gang_info``), imported by it only. Not a public API."""
+
+from __future__ import annotations
+
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _podgroups, _rbac
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, Forbidden
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _together
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
+
+# scheduler kind -> its component in the rule table (a scheduler that runs as a Deployment; kube-scheduler's static pod
+# runs as a user of its own, not a ServiceAccount)
+SCHEDULER_COMPONENTS = {
+    "volcano": "volcano_scheduler",
+    "scheduler_plugins": "scheduler_plugins_scheduler",
+    "koordinator": "koord_scheduler",
+}
+# what a gang scheduler needs besides its PodGroups' rights: to bind the pods it places
+BINDING = ("create", "", "pods/binding")
+# the rights without which a gang does not form at all, of those the rule table grants on the PodGroups' group
+# (the table grants more, such as delete, that a component's own install may leave to the garbage collector):
+# resource -> verbs, by kind of component
+ESSENTIAL = {
+    "operator": {"podgroups": ("create", "get", "list", "watch", "update")},
+    "scheduler": {"podgroups": ("get", "list", "watch", "update"), "podgroups/status": ("update",)},
+}
+
+
+def _essential(role: str, checks: list) -> list:
+    need = ESSENTIAL[role]
+    return [c for c in checks if c[0] in need.get(c[2], ())]
+
+
+# what each kind of component fails at without its rights
+EFFECT = {
+    "operator": "it cannot make or follow its jobs' PodGroups, so their gangs never form (training-operator v1.8 may "
+    "even create the pods with no gang at all) and a job it was refused is not retried once the rights are back",
+    "scheduler": "it cannot read or update its gangs' PodGroups, or bind their pods, so the gangs it serves stay "
+    "Pending",
+}
+
+
+def _service_account(deployments: list[dict], ns: str, name: str) -> str | None:
+    for d in deployments:
+        md = d.get("metadata") or {}
+        if (md.get("namespace"), md.get("name")) == (ns, name):
+            spec = ((d.get("spec") or {}).get("template") or {}).get("spec") or {}
+            return spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+    return None
+
+
+def subjects(ops: list[dict], schedulers: list[dict], deployments: list[dict]) -> list[dict]:
+    """The components whose gang rights are checked: {component, kind ('operator' or 'scheduler'), deployment
+    ('namespace/name'), namespace, service_account, checks ((verb, group, resource), ...), path (the PodGroup kind,
+    gang_rbac's gang_scheduler)}."""
+    out = []
+    for o in ops:
+        value = o.get("gang_value")
+        if o["operator"] not in _rbac.COMPONENTS or value in (None, "true", "false"):
+            continue
+        kind = _registry.flag_path(value, schedulers).podgroup_kind
+        if kind not in _rbac.COMPONENTS[o["operator"]][2]:
+            continue
+        group = _podgroups.group(kind)
+        checks = _essential("operator", [c for c in _rbac.checks(_rbac.RULES[(o["operator"], kind)]) if c[1] == group])
+        out.append(_subject(o["operator"], "operator", o["deployment"], deployments, checks, kind))
+    for s in schedulers:
+        component = SCHEDULER_COMPONENTS.get(s["kind"])
+        if not component or s.get("source") != "Deployment" or not s.get("ready"):
+            continue
+        kind = _rbac.COMPONENTS[component][2][0]
+        group = _podgroups.group(kind)
+        checks = _essential("scheduler", [c for c in _rbac.checks(_rbac.RULES[(component, kind)]) if c[1] == group])
+        where = f"{s['namespace']}/{s['name']}"
+        out.append(_subject(component, "scheduler", where, deployments, [*checks, BINDING], kind))
+    return [s for s in out if s["service_account"]]
+
+
+def _subject(component: str, kind: str, deployment: str, deployments: list[dict], checks: list, path: str) -> dict:
+    ns, _sep, name = deployment.partition("/")
+    return {
+        "component": component,
+        "path": path,
+        "kind": kind,
+        "deployment": deployment,
+        "namespace": ns,
+        "service_account": _service_account(deployments, ns, name),
+        "checks": checks,
+    }
+
+
+def rights_problems(client, ops: list[dict], schedulers: list[dict], deployments: list[dict]) -> list[dict]:
+    """The components that lack gang rights, one problem each, naming the rights and the fix."""
+    found = subjects(ops, schedulers, deployments)
+    asks = [(s, c) for s in found for c in s["checks"]]
+    if not asks:
+        return []
+
+    def ask(item):
+        s, c = item
+        return _service.allowed(client, s["namespace"], s["service_account"], c)
+
+    try:
+        allowed = _together.each(client, ask, asks)
+    except Forbidden as e:
+        return [
+            {
+                "object": "SubjectAccessReviews",
+                "message": f"gang_info may not create SubjectAccessReviews ({e.msg}): the gang rights of the operators "
+                "and schedulers are not checked",
+                "fix": "grant create on subjectaccessreviews (docs/automation-user-rbac.yml in the collection's "
+                "repository)",
+            }
+        ]
+    except ApiError:
+        return []  # the review API broken: no evidence either way
+    missing: dict[str, list] = {}
+    for (s, c), ok in zip(asks, allowed, strict=True):
+        if not ok:
+            missing.setdefault(s["deployment"], []).append(c)
+    out = []
+    for s in found:
+        lacks = missing.get(s["deployment"])
+        if not lacks:
+            continue
+        sa = f"{s['namespace']}/{s['service_account']}"
+        rights = ", ".join(_rbac.check_text(c) for c in lacks)
+        gang_arg = f" gang_scheduler: {s['path']}"
+        out.append(
+            {
+                "object": f"Deployment {s['deployment']}",
+                "message": f"its ServiceAccount {sa} may not {rights} (SubjectAccessReview as that ServiceAccount): "
+                + EFFECT[s["kind"]],
+                "fix": f"grant them with gangsched.kubeflow.gang_rbac (component: {s['component']},{gang_arg} "
+                f"service_account: {{namespace: {s['namespace']}, name: {s['service_account']}}}), then restart "
+                "the Deployment",
+            }
+        )
+    return out
