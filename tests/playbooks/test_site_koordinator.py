@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import seeds
-from ansible_run import playbook
+from ansible_run import module, playbook
 from kubernetes import client as k
 
 from lab import kube, scenarios
@@ -31,6 +31,8 @@ def test_site_installs_and_proves_koord_scheduler(lab, pod_ports_named):
     pgs = co.list_cluster_custom_object("scheduling.sigs.k8s.io", "v1alpha1", "podgroups")
     assert pgs["items"] == [], "label gangs need no PodGroup object"
     pod_ports_named()
+    # the healthy installation: gang_info finds nothing wrong
+    assert module(lab, "gang_info")["problems"] == []
 
     again = playbook(lab, "site", "--skip-tags", "smoke", **KOORD)
     assert again.rc == 0, again.failures()
