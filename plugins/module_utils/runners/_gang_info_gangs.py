@@ -62,8 +62,9 @@ def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) 
     that can never fit from what it declares (its minResources, its job's members: before any pod exists); the owners
     of those that wait (an owner read each, at most OWNER_READS): gone (a stale PodGroup), or a job whose operator set
     a minimum the job cannot meet (_operators.minimum_problem); and the PodGroups with no owner at all whose workload
-    is gone (``ownerless``). The gangs that can never fit come first: no other cause matters while they hold."""
-    out, unfit, reads = [], [], 0
+    is gone (``ownerless``). The gangs that can never fit come first: no other cause matters while they hold; but a
+    stale PodGroup is named stale only (whether it would fit matters to no job)."""
+    out, unfit, reads, gone = [], [], 0, set()
     for p in _registry.PATHS.values():
         mine = {**facts, "lists": (facts.get("lists") or {}).get(p.name, {})}
         out += p.cluster_problems(schedulers, ops, mine)
@@ -84,6 +85,7 @@ def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) 
             if found is None or (found.get("metadata") or {}).get("uid") not in (None, owner.get("uid")):
                 if id(pg) in stale:
                     out.append(p.stale_problem(pg, owner))
+                    gone.add(out[-1]["object"])
                 continue
             if id(pg) in stale and (pg.get("status") or {}).get("phase") in p.admitted_phases and not _over(found):
                 out.append(p.unstarted_problem(pg, owner, ops))
@@ -99,7 +101,8 @@ def path_problems(client, schedulers: list[dict], ops: list[dict], facts: dict) 
         found_stale, used = ownerless(client, p, mine, budget)
         reads += used
         out += found_stale
-    return unfit + out
+        gone.update(f["object"] for f in found_stale)
+    return [u for u in unfit if u["object"] not in gone] + out
 
 
 # the workloads whose name a PodGroup with no owner may carry: the operators and Trainer name a job's PodGroup after it

@@ -436,3 +436,10 @@ def test_podgroups_of_a_group_no_running_scheduler_watches_are_named():
     assert "no gang scheduler found" in _volcano.PATH.unwatched_problems([down], facts)[0]["message"]
     assert _volcano.PATH.unwatched_problems([VOLCANO], facts) == []
     assert _volcano.PATH.unwatched_problems([sp], _mine(_facts(said))) == []
+
+
+def test_a_stale_podgroup_is_named_stale_only_even_when_it_would_never_fit():
+    nodes = [{"name": "n0", "allocatable": 1, "schedulable": True}]
+    facts = _facts(_ownerless("gone", min_gpus=5), per_node=nodes)
+    (p,) = _gang_info_gangs.path_problems(_Client(), [VOLCANO], [], facts)
+    assert "stale gang object" in p["message"]
