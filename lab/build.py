@@ -54,10 +54,17 @@ class Unit:
     overrides: tuple[tuple[str, str], ...] = ()
     # turn upstream's relative-path replaces (k8s staging) into replaces at this version
     staging_version: str | None = None
+    # a module the proxy refuses at the version required, stood in for by a copy of another version of it with files
+    # added (versions.VOLCANO_APIS_STAND_IN): (module, version copied, ((path in it, text), ...)); replaced by that
+    # copy, made in the wrapper's directory
+    stand_in: tuple | None = None
 
     @property
     def key(self) -> str:
-        recipe = json.dumps(dataclasses.asdict(self), sort_keys=True) + RECIPE_REVISION
+        fields = dataclasses.asdict(self)
+        if fields["stand_in"] is None:
+            fields.pop("stand_in")  # the recipes before the field keep their key, and so their cache
+        recipe = json.dumps(fields, sort_keys=True) + RECIPE_REVISION
         return f"{self.name}-{self.version}-{hashlib.sha256(recipe.encode()).hexdigest()[:8]}"
 
 
@@ -97,6 +104,43 @@ def _scheduler_plugins(version: str) -> Unit:
     )
 
 
+def _stand_in(version: str) -> tuple | None:
+    """Volcano ``version``'s stand-in of volcano.sh/apis (versions.VOLCANO_APIS_STAND_IN), as a Unit takes it."""
+    found = V.VOLCANO_APIS_STAND_IN.get(version)
+    if not found:
+        return None
+    module, at, files = found
+    return (module, at, tuple(sorted(files.items())))
+
+
+def _volcano(version: str) -> Unit:
+    """Volcano ``version``'s scheduler and controllers, with its CRDs and chart."""
+    return Unit(
+        name="volcano",
+        module="volcano.sh/volcano",
+        version=version,
+        binaries=(
+            Binary("vc-scheduler", "volcano.sh/volcano/cmd/scheduler"),
+            Binary("vc-controller-manager", "volcano.sh/volcano/cmd/controller-manager"),
+        ),
+        artifacts=(
+            ("volcano.sh/volcano:config/crd/volcano/bases", "crds"),
+            ("volcano.sh/volcano:installer/helm/chart/volcano", "chart"),
+        ),
+        stand_in=_stand_in(version),
+    )
+
+
+def _volcano_webhook(version: str) -> Unit:
+    return Unit(
+        name="volcano-webhook",
+        module="volcano.sh/volcano",
+        version=version,
+        binaries=(Binary("vc-webhook-manager", "volcano.sh/volcano/cmd/webhook-manager"),),
+        stand_in=_stand_in(version),
+    )
+
+
 def _kubernetes(name: str, *binaries: str) -> Unit:
     """A unit of the lab's Kubernetes release (``k8s.io/kubernetes`` at ``versions.KUBERNETES``) building
     ``binaries`` (their ``cmd/`` names)."""
@@ -133,27 +177,10 @@ UNITS: tuple[Unit, ...] = (
         binaries=(Binary("kwok", "sigs.k8s.io/kwok/cmd/kwok"),),
         artifacts=(("sigs.k8s.io/kwok:kustomize/stage", "stage"),),
     ),
-    Unit(
-        name="volcano",
-        module="volcano.sh/volcano",
-        version=V.VOLCANO,
-        binaries=(
-            Binary("vc-scheduler", "volcano.sh/volcano/cmd/scheduler"),
-            Binary("vc-controller-manager", "volcano.sh/volcano/cmd/controller-manager"),
-        ),
-        artifacts=(
-            ("volcano.sh/volcano:config/crd/volcano/bases", "crds"),
-            ("volcano.sh/volcano:installer/helm/chart/volcano", "chart"),
-        ),
-    ),
+    _volcano(V.VOLCANO),
     # vc-webhook-manager (the chart's admission) in a unit of its own, so adding it did not change the
     # recipe, and so the cache, of the scheduler and controllers
-    Unit(
-        name="volcano-webhook",
-        module="volcano.sh/volcano",
-        version=V.VOLCANO,
-        binaries=(Binary("vc-webhook-manager", "volcano.sh/volcano/cmd/webhook-manager"),),
-    ),
+    _volcano_webhook(V.VOLCANO),
     Unit(
         name="training-operator",
         module="github.com/kubeflow/training-operator",
@@ -301,6 +328,10 @@ def _at(name: str, version: str) -> Unit:
     """Unit ``name`` at another release (a previous pin)."""
     if name == "scheduler-plugins":
         return _scheduler_plugins(version)
+    if name == "volcano":
+        return _volcano(version)
+    if name == "volcano-webhook":
+        return _volcano_webhook(version)
     return dataclasses.replace(next(u for u in UNITS if u.name == name), version=version)
 
 
@@ -458,7 +489,8 @@ def wrapper_gomod(
     if overrides:
         out.append("")
         out.append("replace (")
-        out.extend(f"\t{m} => {m} {v}" for m, v in overrides)
+        # a version, or a directory of the wrapper's (a stand-in's copy)
+        out.extend(f"\t{m} => {v}" if v.startswith("./") else f"\t{m} => {m} {v}" for m, v in overrides)
         out.append(")")
     return "\n".join(out) + "\n"
 
@@ -522,11 +554,14 @@ def _wrapper(unit: Unit, env: dict[str, str], log) -> tuple[Path, dict]:
     requires = [(unit.module, unit.version), *unit.extra]
     if (gm_mod, gm_ver) not in requires:
         requires.append((gm_mod, gm_ver))
+    overrides = unit.overrides
+    if unit.stand_in:
+        overrides = (*overrides, (unit.stand_in[0], f"./{_stand_in_copy(unit, src, env, log)}"))
     text = wrapper_gomod(
         (upstream_dir / "go.mod").read_text(),
         f"gangsched.lab/build/{unit.name}",
         requires,
-        unit.overrides,
+        overrides,
         unit.staging_version,
     )
     (src / "go.mod").write_text(text)
@@ -540,6 +575,22 @@ def _wrapper(unit: Unit, env: dict[str, str], log) -> tuple[Path, dict]:
         if dirs.get(m) is None:
             dirs[m] = Path(_download(m, v, src, env, log)["Dir"])
     return src, dirs
+
+
+def _stand_in_copy(unit: Unit, src: Path, env: dict[str, str], log) -> str:
+    """The unit's stand-in module (``Unit.stand_in``) copied into ``src`` from the module cache with its files added:
+    the copy's directory, relative to ``src``."""
+    module, at, files = unit.stand_in
+    where = "stand-in"
+    dest = src / where
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(Path(_download(module, at, src, env, log)["Dir"]), dest)
+    for root, ds, fs in os.walk(dest):
+        for n in ds + fs:
+            os.chmod(os.path.join(root, n), 0o755 if n in ds else 0o644)
+    for path, text in files:
+        (dest / path).write_text(text)
+    return where
 
 
 def prefetch(unit: Unit) -> None:

@@ -43,8 +43,30 @@ SCHEDULER_PLUGINS = SCHEDULER_PLUGINS_BY_KUBERNETES[KUBERNETES]
 SCHEDULER_PLUGINS_BUILT_ON = {"v0.34.7": "v1.34.7", "v0.33.5": "v1.33.5"}
 SCHEDULER_PLUGINS_KUBERNETES = SCHEDULER_PLUGINS_BUILT_ON[SCHEDULER_PLUGINS]
 KWOK = "v0.7.0"
-# v1.10.0 is the newest Volcano release the Go module proxy serves (v1.11+ are refused there).
-VOLCANO = "v1.10.0"
+# Volcano v1.15.1, the newest release the Go module proxy serves (v1.11 to v1.14 and v1.15.2 are refused there; built
+# on Kubernetes 1.35, its compatibility table lists 1.23 to 1.35); v1.10.0 before it (PREVIOUS), which the upgrade
+# test installs first.
+VOLCANO = "v1.15.1"
+# v1.15.1 requires volcano.sh/apis v1.15.1, a module of its own repository's staging directory that the Go module proxy
+# refuses (v1.14.0 is the newest it serves). The lab builds v1.15.1 against v1.14.0 plus the one name v1.15.1's code
+# uses that v1.14.0 lacks: the key of the queue-allocation scheduling gate (behind the alpha SchedulingGatesQueueAdmission
+# gate, off by default; its value as v1.15.1's design document gives it). By Volcano release: (module, the version
+# built against, {file in that module: its text}), written into a copy of the module in the build cache.
+VOLCANO_APIS_STAND_IN = {
+    "v1.15.1": (
+        "volcano.sh/apis",
+        "v1.14.0",
+        {
+            "pkg/apis/scheduling/v1beta1/zz_gangsched_lab.go": (
+                "// Written by the gangsched.kubeflow lab's build: a name volcano.sh/apis v1.15.1 has and v1.14.0 lacks.\n"
+                "\npackage v1beta1\n\n"
+                "// QueueAllocationGateKey is the scheduling gate Volcano's admission adds to a pod that asks to wait for its\n"
+                "// queue's allocation.\n"
+                'const QueueAllocationGateKey = GroupName + "/queue-allocation-gate"\n'
+            )
+        },
+    ),
+}
 TRAINING_OPERATOR = "v1.8.1"
 # mpi-operator: v0.8.0, the newest the Go module proxy serves (built on Kubernetes 1.35; the same --gang-scheduling
 # flag, MPIJob kubeflow.org/v2beta1 and rights as v0.6.0, which it replaces)
@@ -79,6 +101,8 @@ KUEUE = "v0.17.0"
 # tests install first (`make build` builds them too). None where this Kubernetes release runs that pin already
 # (scheduler-plugins and Koordinator on 1.33).
 PREVIOUS = {
+    "volcano": "v1.10.0",
+    "volcano-webhook": "v1.10.0",
     "scheduler-plugins": "v0.33.5",
     "mpi-operator": "v0.6.0",
     "nvidia-device-plugin": "v0.17.3",

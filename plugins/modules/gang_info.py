@@ -371,12 +371,15 @@ support:
       the version-skew policy), null where it states none (C(built_on) then gives the minor the release is built on)
       or the release is not in the collection's table. Where C(within) is false, C(fix) says what to run instead.
       Reported, not a problem; the report prints the entries not within, with their fix.
+    - C(advisories) lists the published security advisories of that release (for example Volcano v1.15.0 and v1.15.1,
+      GHSA-j38h-7pfq-cxmw, fixed in v1.15.2), each with the release that fixes it; empty where none is known.
   returned: always
   type: list
   elements: dict
-  sample: [{"component": "volcano", "where": "Deployment volcano-system/volcano-scheduler", "version": "v1.10.0",
-            "cluster": "v1.37.2", "supported": "1.21-1.30", "within": false,
-            "source": "Volcano v1.10.0 README, 'Kubernetes compatibility' table"}]
+  sample: [{"component": "volcano", "where": "Deployment volcano-system/volcano-scheduler", "version": "v1.15.1",
+            "cluster": "v1.37.2", "supported": "1.23-1.35", "within": false,
+            "source": "Volcano v1.15.1 README, 'Kubernetes compatibility' table",
+            "advisories": ["GHSA-j38h-7pfq-cxmw (DRA capacity accounting can stall the scheduler; fixed in v1.15.2)"]}]
 in_use:
   description:
     - Per gang path (V(volcano), V(scheduler_plugins), V(koordinator), V(native)) and for Kubeflow Trainer

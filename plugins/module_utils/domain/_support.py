@@ -16,7 +16,10 @@ from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _
 # upstream states no range; the row gives the minor the release is built on (its go.mod's k8s.io/api).
 STATED, BUILT_ON = "stated", "built on"
 SUPPORT = {
-    "volcano": (("v1.10", 21, 30, STATED, "Volcano v1.10.0 README, 'Kubernetes compatibility' table"),),
+    "volcano": (
+        ("v1.10", 21, 30, STATED, "Volcano v1.10.0 README, 'Kubernetes compatibility' table"),
+        ("v1.15", 23, 35, STATED, "Volcano v1.15.1 README, 'Kubernetes compatibility' table"),
+    ),
     "scheduler_plugins": (
         ("v0.33", 33, 34, STATED, "built on Kubernetes 1.33 (go.mod k8s.io/api v0.33.5); version-skew policy"),
         ("v0.34", 34, 35, STATED, "built on Kubernetes 1.34; kube-scheduler version-skew policy"),
@@ -35,6 +38,34 @@ SUPPORT = {
         ("v2.3", 36, 36, BUILT_ON, "no range stated upstream; built on Kubernetes 1.36"),
     ),
 }
+
+
+# Published security advisories by component: (the releases affected, the advisory, what it is, the release that fixes
+# it). A release named here is reported with its advisory whatever the cluster's minor.
+ADVISORIES = {
+    "volcano": (
+        (
+            ("v1.15.0", "v1.15.1"),
+            "GHSA-j38h-7pfq-cxmw",
+            "DRA capacity accounting can stall the scheduler",
+            "v1.15.2",
+        ),
+    ),
+}
+
+
+def advisories(component: str, version: str | None) -> list[str]:
+    """The published advisories of a component's release, each as one line with the release that fixes it.
+
+    >>> advisories("volcano", "v1.15.1")
+    ['GHSA-j38h-7pfq-cxmw (DRA capacity accounting can stall the scheduler; fixed in v1.15.2)']
+    >>> advisories("volcano", "1.15.1"), advisories("volcano", "v1.10.0")
+    (['GHSA-j38h-7pfq-cxmw (DRA capacity accounting can stall the scheduler; fixed in v1.15.2)'], [])
+    """
+    tag = f"v{(version or '').lstrip('v')}"
+    return [
+        f"{ghsa} ({what}; fixed in {fixed})" for hit, ghsa, what, fixed in ADVISORIES.get(component, ()) if tag in hit
+    ]
 
 
 def minor(version: str | None) -> int | None:
@@ -57,7 +88,13 @@ def standing(component: str, where: str, version: str | None, kube_version: str 
     (or the release is a kube-scheduler build, bound by the skew policy), None where nothing is known (no row, or
     upstream states none and only the minor it is built on is known: ``built_on``)."""
     r, k = row(component, version), minor(kube_version)
-    out = {"component": component, "where": where, "version": version, "cluster": kube_version}
+    out = {
+        "component": component,
+        "where": where,
+        "version": version,
+        "cluster": kube_version,
+        "advisories": advisories(component, version),
+    }
     if r is None or k is None:
         return {**out, "supported": None, "within": None, "source": None}
     _line, low, high, kind, source = r
@@ -84,10 +121,15 @@ def line(s: dict) -> str:
     name = f"{s['component']} {s['version'] or '(no tag)'}"
     if s["within"] is None:
         known = f"built on Kubernetes {s['built_on']}, upstream states no range" if s.get("built_on") else "not known"
-        return f"{name}: {known}; the cluster runs {s['cluster']}"
+        return f"{name}: {known}; the cluster runs {s['cluster']}" + _advised(s)
     verdict = "within" if s["within"] else "OUTSIDE"
     text = f"{name}: upstream supports Kubernetes {s['supported']}, the cluster runs {s['cluster']} ({verdict})"
-    return text + (f". Fix: {s['fix']}" if s.get("fix") else "")
+    return text + (f". Fix: {s['fix']}" if s.get("fix") else "") + _advised(s)
+
+
+def _advised(s: dict) -> str:
+    found = s.get("advisories") or []
+    return f"; published advisory: {'; '.join(found)}" if found else ""
 
 
 def of_cluster(schedulers: list[dict], ops: list[dict], trainers: list[dict], kube_version: str | None) -> list[dict]:
