@@ -24,12 +24,16 @@ SCHEDULER_COMPONENTS = {
 }
 # what a gang scheduler needs besides its PodGroups' rights: to bind the pods it places
 BINDING = ("create", "", "pods/binding")
-# the rights without which a gang does not form at all, of those the rule table grants on the PodGroups' group
-# (the table grants more, such as delete, that a component's own install may leave to the garbage collector):
-# resource -> verbs, by kind of component
+# The rights without which a gang does not form at all, of those the rule table grants on the PodGroups' group: no
+# more than the components' own installs grant, so that a healthy installation is named nothing (Volcano's chart gives
+# vc-scheduler list, watch and update on PodGroups, no get and no status: its PodGroup CRD has no status subresource,
+# and it reads from its informers). Operators: what they make PodGroups with; schedulers, by kind: what they follow
+# them with.
 ESSENTIAL = {
-    "operator": {"podgroups": ("create", "get", "list", "watch", "update")},
-    "scheduler": {"podgroups": ("get", "list", "watch", "update"), "podgroups/status": ("update",)},
+    "operator": {"podgroups": ("create", "list", "watch")},
+    "volcano": {"podgroups": ("list", "watch", "update")},
+    "scheduler_plugins": {"podgroups": ("list", "watch")},
+    "koordinator": {"podgroups": ("list", "watch")},
 }
 
 
@@ -42,8 +46,7 @@ def _essential(role: str, checks: list) -> list:
 EFFECT = {
     "operator": "it cannot make or follow its jobs' PodGroups, so their gangs never form (training-operator v1.8 may "
     "even create the pods with no gang at all) and a job it was refused is not retried once the rights are back",
-    "scheduler": "it cannot read or update its gangs' PodGroups, or bind their pods, so the gangs it serves stay "
-    "Pending",
+    "scheduler": "it cannot follow its gangs' PodGroups, or bind their pods, so the gangs it serves stay Pending",
 }
 
 
@@ -77,7 +80,7 @@ def subjects(ops: list[dict], schedulers: list[dict], deployments: list[dict]) -
             continue
         kind = _rbac.COMPONENTS[component][2][0]
         group = _podgroups.group(kind)
-        checks = _essential("scheduler", [c for c in _rbac.checks(_rbac.RULES[(component, kind)]) if c[1] == group])
+        checks = _essential(s["kind"], [c for c in _rbac.checks(_rbac.RULES[(component, kind)]) if c[1] == group])
         where = f"{s['namespace']}/{s['name']}"
         out.append(_subject(component, "scheduler", where, deployments, [*checks, BINDING], kind))
     return [s for s in out if s["service_account"]]
