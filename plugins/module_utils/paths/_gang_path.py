@@ -172,6 +172,11 @@ class GangPath:
         """The scheduler's decision on a PodGroup: ("True", ""), ("False", its message) or (None, "")."""
         return None, ""
 
+    def group_refusal(self, client, pg: dict) -> str | None:
+        """The scheduler's refusal of a Pending PodGroup that has no pod, where it records it elsewhere than on the
+        PodGroup (read through ``client``): its words, or None."""
+        return None
+
     def gang_word(self, message: str) -> bool:
         """Whether a member's PodScheduled message is the gang scheduler speaking of the gang itself (no scheduler that
         places pods one by one writes it): the held verdict then follows the rejection at once."""

@@ -7,7 +7,7 @@ Kubeflow operators and Trainer, and what gang_info checks of it. Pure: no I/O. N
 
 from __future__ import annotations
 
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _capacity, _pod_facts
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _capacity, _pod_facts
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path
 
@@ -19,6 +19,8 @@ DEFAULT_QUEUE = "default"  # the queue of a PodGroup that names none (Volcano's 
 WAITING = ("Pending", "Inqueue", "Unknown", None)
 GPU = _capacity.GPU
 EXAMPLES = 3  # the queues a reclaim problem names
+# the reason of vc-scheduler's event on a PodGroup its enqueue does not let in
+REFUSAL_REASON = "Unschedulable"
 
 
 # the queues vc-controller-manager makes itself
@@ -60,6 +62,22 @@ class Volcano(_gang_path.GangPath):
                 "scheduler-plugins profile name. Leave scheduler_name unset"
             )
         return NAME
+
+    def group_refusal(self, client, pg):
+        """vc-scheduler v1.15 writes no condition on a PodGroup with no pod (its gang plugin skips a job without tasks;
+        v1.10 wrote Unschedulable there too): its enqueue's refusal is an event on the PodGroup, reason Unschedulable,
+        from the overcommit plugin ("resource in cluster is overused") or the queue's ("queue resource quota
+        insufficient"). The newest such event of the PodGroup, None when there is none or it is not Pending."""
+        md = pg.get("metadata") or {}
+        if (pg.get("status") or {}).get("phase") != "Pending":
+            return None
+        selector = f"involvedObject.kind=PodGroup,involvedObject.name={md.get('name')},reason={REFUSAL_REASON}"
+        events = client.list_or_empty(
+            _api.path("Event", md.get("namespace")), what=f"Events of PodGroup {md.get('name')}", fieldSelector=selector
+        )
+        mine = [e for e in events if (e.get("involvedObject") or {}).get("uid") in (None, md.get("uid"))]
+        mine.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        return (mine[-1].get("message") or REFUSAL_REASON) if mine else None
 
     def gang_word(self, message: str) -> bool:
         # vc-scheduler's gang plugin on a member of a PodGroup it does not let start

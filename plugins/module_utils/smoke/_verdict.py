@@ -138,6 +138,12 @@ class Gang:
                 self.group_rejected_at = t
                 self.group_message = c.get("message") or c.get("reason") or "Unschedulable"
 
+    def observe_group_refusal(self, message: str | None, t: float) -> None:
+        """The scheduler's refusal of the gang's PodGroup as recorded elsewhere than on it (Volcano v1.15's event on a
+        PodGroup with no pod yet, GangPath.group_refusal), read at t while the PodGroup is Pending."""
+        if message and self.group_rejected_at is None:
+            self.group_rejected_at, self.group_message = t, message
+
     def _record(self, t: float, st: PodState, state: str) -> None:
         self.timeline.append({"t": round(t - (self.started or t), 3), "pod": st.name, "state": state, "node": st.node})
 

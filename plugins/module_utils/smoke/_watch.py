@@ -103,8 +103,12 @@ def watch(
                 raise NoPodGroup(no_podgroup(trial, job))
         elif pg_path and not gang.ever_bound():
             # an operator may hold the pods back until the scheduler admits the PodGroup: then the
-            # scheduler's rejection is on the PodGroup
-            gang.observe_group(trial.client.get_or_none(pg_path, "PodGroup"), now)
+            # scheduler's rejection is on the PodGroup, or (a scheduler that writes nothing on a PodGroup with no pod)
+            # in its event on it
+            pg = trial.client.get_or_none(pg_path, "PodGroup")
+            gang.observe_group(pg, now)
+            if gang.group_rejected_at is None and pg is not None and not gang.live():
+                gang.observe_group_refusal(trial.path.group_refusal(trial.client, pg), now)
         v = gang.verdict(now, settle, expect)
         if v:
             return v

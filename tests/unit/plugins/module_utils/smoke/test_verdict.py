@@ -266,3 +266,36 @@ def test_marks_in_no_gang_schedulers_words_wait_the_skew_window():
     assert g.window() == 5 and g.verdict(5.5, 20, "pending") is None
     assert g.verdict(5.6, 20, "pending") == V.GANG_HELD_PENDING
     assert V.Gang(size=2).wake(1.0, "pending") is None  # nothing there yet: only an event can change it
+
+
+def test_volcano_1_15s_event_on_a_podgroup_with_no_pod_is_its_rejection():
+    """vc-scheduler v1.15 writes no condition on a PodGroup with no pod: its enqueue's refusal is an event on it
+    (reason Unschedulable), read through the path; the newest of this PodGroup's, while it is Pending."""
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _volcano
+
+    class Events:
+        def __init__(self, events):
+            self.events, self.asked = events, []
+
+        def list_or_empty(self, path, what="", **query):
+            self.asked.append((path, query))
+            return self.events
+
+    def ev(msg, uid="u1", at="2027-01-01T00:00:0{}Z"):
+        return {"involvedObject": {"uid": uid}, "message": msg, "lastTimestamp": at.format(len(msg) % 10)}
+
+    pg = {"metadata": {"name": "big", "namespace": "t", "uid": "u1"}, "status": {"phase": "Pending"}}
+    client = Events([ev("resource in cluster is overused: overused nvidia.com/gpu"), ev("old one", uid="u0")])
+    said = _volcano.PATH.group_refusal(client, pg)
+    assert said == "resource in cluster is overused: overused nvidia.com/gpu"
+    ((path, query),) = client.asked
+    assert path == "/api/v1/namespaces/t/events"
+    assert query == {"fieldSelector": "involvedObject.kind=PodGroup,involvedObject.name=big,reason=Unschedulable"}
+    assert _volcano.PATH.group_refusal(Events([]), pg) is None
+    assert _volcano.PATH.group_refusal(client, {**pg, "status": {"phase": "Inqueue"}}) is None
+    g = V.Gang(size=5, skew_seconds=5)
+    g.all_present_at = 1.0
+    g.observe_group(_pg("Pending", unschedulable=False), 1.0)
+    g.observe_group_refusal(said, 2.0)
+    assert g.rejected_since() == 2.0 and g.verdict(3.0, 20, "pending") == V.GANG_HELD_PENDING
+    assert g.summary()["podgroup_unschedulable"] == said
