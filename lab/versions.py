@@ -49,19 +49,20 @@ KWOK = "v0.7.0"
 VOLCANO = "v1.15.1"
 # v1.15.1 requires volcano.sh/apis v1.15.1, a module of its own repository's staging directory that the Go module proxy
 # refuses (v1.14.0 is the newest it serves). The lab builds v1.15.1 against v1.14.0 plus the one name v1.15.1's code
-# uses that v1.14.0 lacks: the key of the queue-allocation scheduling gate (behind the alpha SchedulingGatesQueueAdmission
-# gate, off by default; its value as v1.15.1's design document gives it). By Volcano release: (module, the version
-# built against, {file in that module: its text}), written into a copy of the module in the build cache.
+# uses that v1.14.0 lacks: the key of the queue-allocation scheduling gate (behind the alpha feature gate
+# SchedulingGatesQueueAdmission, off by default; its value as v1.15.1's design document gives it). By Volcano release:
+# (module, the version built against, {file in that module: its text}), written into a copy of the module in the build
+# cache.
 VOLCANO_APIS_STAND_IN = {
     "v1.15.1": (
         "volcano.sh/apis",
         "v1.14.0",
         {
             "pkg/apis/scheduling/v1beta1/zz_gangsched_lab.go": (
-                "// Written by the gangsched.kubeflow lab's build: a name volcano.sh/apis v1.15.1 has and v1.14.0 lacks.\n"
+                "// Written by the gangsched.kubeflow lab's build: a name volcano.sh/apis v1.15.1 has, v1.14.0 not.\n"
                 "\npackage v1beta1\n\n"
-                "// QueueAllocationGateKey is the scheduling gate Volcano's admission adds to a pod that asks to wait for its\n"
-                "// queue's allocation.\n"
+                "// QueueAllocationGateKey is the scheduling gate Volcano's admission adds to a pod that asks to wait\n"
+                "// for its queue's allocation.\n"
                 'const QueueAllocationGateKey = GroupName + "/queue-allocation-gate"\n'
             )
         },

@@ -77,6 +77,9 @@ def vc_scheduler_rbac() -> list[dict]:
             },
             {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ro},
             {"apiGroups": ["nodeinfo.volcano.sh"], "resources": ["numatopologies"], "verbs": ro},
+            # vc-scheduler v1.15 watches HyperNodes (network topology) and NodeShards from its start, and waits for them
+            {"apiGroups": ["topology.volcano.sh"], "resources": ["hypernodes", "hypernodes/status"], "verbs": ro},
+            {"apiGroups": ["shard.volcano.sh"], "resources": ["nodeshards", "nodeshards/status"], "verbs": ro},
         ],
     }
     return [role, _crb("lab-vc-scheduler", "lab-vc-scheduler", VC_NS, "vc-scheduler")]

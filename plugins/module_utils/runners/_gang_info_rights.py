@@ -10,6 +10,8 @@ runner (``_gang_info``), imported by it only. Not a public API."""
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _podgroups, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, Forbidden
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _together
@@ -35,6 +37,24 @@ ESSENTIAL = {
     "scheduler_plugins": {"podgroups": ("list", "watch")},
     "koordinator": {"podgroups": ("list", "watch")},
 }
+
+
+# what a scheduler's release waits for at its start besides its PodGroups: (kind, the first release line that does,
+# checks). vc-scheduler v1.15 (and its chart's ClusterRole from v1.12 on) lists and watches HyperNodes before it
+# schedules anything: without the right it waits for ever, every gang with it.
+RELEASE_NEEDS = (
+    (
+        "volcano",
+        (1, 12),
+        (("list", "topology.volcano.sh", "hypernodes"), ("watch", "topology.volcano.sh", "hypernodes")),
+    ),
+)
+
+
+def _release_needs(s: dict) -> list:
+    m = re.match(r"v?(\d+)\.(\d+)", s.get("version") or "")
+    line = (int(m.group(1)), int(m.group(2))) if m else None
+    return [c for kind, since, checks in RELEASE_NEEDS if s["kind"] == kind and line and line >= since for c in checks]
 
 
 def _essential(role: str, checks: list) -> list:
@@ -81,8 +101,9 @@ def subjects(ops: list[dict], schedulers: list[dict], deployments: list[dict]) -
         kind = _rbac.COMPONENTS[component][2][0]
         group = _podgroups.group(kind)
         checks = _essential(s["kind"], [c for c in _rbac.checks(_rbac.RULES[(component, kind)]) if c[1] == group])
+        checks += [BINDING, *_release_needs(s)]
         where = f"{s['namespace']}/{s['name']}"
-        out.append(_subject(component, "scheduler", where, deployments, [*checks, BINDING], kind))
+        out.append(_subject(component, "scheduler", where, deployments, checks, kind))
     return [s for s in out if s["service_account"]]
 
 
