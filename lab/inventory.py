@@ -32,7 +32,7 @@ def write_facts(lab: Lab) -> Path:
         out = {"version": u.version}
         if name == "scheduler_plugins":
             out |= {"chart": art(unit, "chart"), "crds": art(unit, "coscheduling/crd.yaml")}
-        if name == "nvidia_device_plugin":
+        if name in ("nvidia_device_plugin", "volcano"):
             out |= {"chart": art(unit, "chart")}
         if name == "mpi_operator":
             out |= {"crds": art(unit, "manifests/kubeflow.org_mpijobs.yaml")}

@@ -98,6 +98,22 @@ def _running_builds(lab, units: dict[str, str] = UNITS) -> dict[str, set[str]]:
     return out
 
 
+def _volcano_tag(lab) -> str:
+    """The release of the Volcano scheduler the chart runs: its image's tag."""
+    dep = k.AppsV1Api(kube.api(lab)).read_namespaced_deployment("volcano-scheduler", "volcano-system")
+    return dep.spec.template.spec.containers[0].image.rsplit(":", 1)[1]
+
+
+def _stored_versions(lab) -> dict[str, list[str]]:
+    """Volcano's CRDs' stored versions (status.storedVersions), by CRD."""
+    ext = k.ApiextensionsV1Api(kube.api(lab))
+    return {
+        c.metadata.name: list(c.status.stored_versions or [])
+        for c in ext.list_custom_resource_definition().items
+        if c.metadata.name.endswith("volcano.sh")
+    }
+
+
 def _uids(lab, ns: str) -> dict[str, str]:
     """The users' objects an upgrade must keep, by kind/name: their uids."""
     co, core = k.CustomObjectsApi(kube.api(lab)), k.CoreV1Api(kube.api(lab))
@@ -279,21 +295,32 @@ VC_API = ("scheduling.volcano.sh", "v1beta1")
 
 
 def test_on_the_volcano_path_the_upgrade_keeps_queues_podgroups_and_gangs(lab):
-    """The Volcano path on the same lab: site.yml with Volcano (v1.10.0, the newest release served here, so the same
-    before and after) and the previous pins of what upgrades under it (the device plugin's chart, mpi-operator: going
-    back to them is a downgrade, asked for and named), a user's Queue, an MPIJob gang running in it and a TFJob gang
-    held whole; then site.yml at the defaults. The Queue, the PodGroups and the running pods keep their uids, the held
-    gang is never bound, both verdicts."""
+    """The Volcano path on the same lab: site.yml with Volcano v1.10.0 (the previous pin, from its own chart) and the
+    previous pins of what upgrades under it (the device plugin's chart, mpi-operator: going back to them is a downgrade,
+    asked for and named), a user's Queue, an MPIJob gang running in it and a TFJob gang held whole; then site.yml at
+    the defaults, which moves Volcano to v1.15.1 in place. The Queue, the PodGroups and the running pods keep their uids
+    and the CRDs their stored versions, the held gang is never bound, both verdicts; the held gang runs once the
+    running one is gone; a second run changes nothing; asking for v1.10.0 again is refused as a downgrade, changing
+    nothing."""
+    prev = json.loads(Path(lab.inventory_facts).read_text())["previous"]
+    if "volcano" not in prev:
+        pytest.skip(f"this lab's Kubernetes release has no previous Volcano to upgrade from: {sorted(prev)}")
     previous = {k_: v for k_, v in _previous(lab).items() if k_.startswith(("gpu_device_plugin", "kubeflow_gang"))}
+    old_volcano = {
+        "volcano_version": prev["volcano"]["version"].lstrip("v"),
+        "volcano_chart_ref": prev["volcano"]["chart"],
+    }
     path = {"gangsched_gang_scheduler": "volcano"}
     allow = {"kubeflow_gang_allow_downgrade": True, "gpu_device_plugin_allow_downgrade": True}
-    back = playbook(lab, "site", "--skip-tags", "smoke", **allow, **path, **previous)
+    back = playbook(lab, "site", "--skip-tags", "smoke", **allow, **path, **previous, **old_volcano)
     assert back.rc == 0, back.failures()
     named = back.messages("Downgrade | no older release")
     assert any("goes back from mpi_operator 0.8.0" in m for m in named), named
     assert any(f"goes back from gpu_device_plugin {V.NVIDIA_DEVICE_PLUGIN}" in m for m in named), named
     before = _tags(lab)
     assert before["mpi_operator"] == "v0.6.0" and before["nvidia_device_plugin"] == "v0.17.3", before
+    assert _volcano_tag(lab) == prev["volcano"]["version"]
+    assert _running_builds(lab, {"volcano": "volcano"})["volcano"] == {prev["volcano"]["version"]}
 
     core, co = k.CoreV1Api(kube.api(lab)), k.CustomObjectsApi(kube.api(lab))
     ns = f"team-{uuid.uuid4().hex[:6]}"
@@ -320,22 +347,42 @@ def test_on_the_volcano_path_the_upgrade_keeps_queues_podgroups_and_gangs(lab):
             kept |= {n: u for n, u in _uids(lab, ns).items() if n.startswith("Pod/")}
             kept["Queue"] = co.get_cluster_custom_object(*VC_API, "queues", ns)["metadata"]["uid"]
             assert len(pgs) == 2, pgs
+            stored = _stored_versions(lab)
 
             upgraded = playbook(lab, "site", **path)
             assert upgraded.rc == 0, upgraded.failures()
             after = _tags(lab)
             assert after["mpi_operator"] == V.MPI_OPERATOR, after
             assert after["nvidia_device_plugin"] == V.NVIDIA_DEVICE_PLUGIN, after
+            assert _volcano_tag(lab) == V.VOLCANO
             assert upgraded.verdicts() == ["gang_held_running", "gang_held_pending"], upgraded.verdicts()
             pgs = co.list_namespaced_custom_object(*VC_API, ns, "podgroups")["items"]
             now = {f"PodGroup/{p['metadata']['name']}": p["metadata"]["uid"] for p in pgs}
             now |= {n: u for n, u in _uids(lab, ns).items() if n.startswith("Pod/")}
             now["Queue"] = co.get_cluster_custom_object(*VC_API, "queues", ns)["metadata"]["uid"]
             assert now == kept, (now, kept)
+            assert all(set(v) <= set(_stored_versions(lab)[c]) for c, v in stored.items()), (
+                stored,
+                _stored_versions(lab),
+            )
             st = jobs.state("running")
             assert st["running"] == running["running"] and st["pending"] == [], st
             held = jobs.state("held")
             assert held["ever_bound"] == [] and held["running"] == [], held
+            # the lab runs v1.15.1's scheduler now; gang_info finds nothing wrong with the upgraded chain
+            assert _running_builds(lab, {"volcano": "volcano"})["volcano"] == {V.VOLCANO}
+            assert module(lab, "gang_info")["problems"] == []
+
+            again = playbook(lab, "site", "--skip-tags", "smoke", **path)
+            assert again.rc == 0 and again.changed() == [], again.changed()
+            refused = playbook(lab, "site", "--skip-tags", "smoke", **path, **old_volcano)
+            assert refused.rc != 0 and refused.changed() == [], refused.changed()
+            want = f"volcano_version={old_volcano['volcano_version']} would downgrade volcano {V.VOLCANO}"
+            assert want in refused.failures(), refused.failures()
+
+            # room made: the held gang runs, whole
+            kube.kubectl(lab, "-n", ns, "delete", "mpijob", "running", "--wait=true")
+            jobs.wait("held", running=4)
     finally:
         kube.delete_namespace(core, ns, timeout=120)
         co.delete_cluster_custom_object(*VC_API, "queues", ns)

@@ -11,7 +11,8 @@ kube-controller-manager:
 - a stale PodGroup: a held PyTorchJob deleted with --cascade=orphan (its PodGroup left with no owner and no pod), and
   a running one deleted so (its pods left behind, still bound) — a PodGroup whose owner reference names a job that is
   gone is test_why_pending's;
-- an operator whose ServiceAccount may not create its PodGroups, found by gang_info's SubjectAccessReview.
+- an operator whose ServiceAccount may not create its PodGroups, and a vc-scheduler that may not list the HyperNodes
+  it waits for at its start, found by gang_info's SubjectAccessReviews.
 
 Each is named with its object, cause and fix, and given as the why of ``job=``."""
 
@@ -163,4 +164,22 @@ def test_an_operator_that_may_not_create_its_podgroups_is_named_without_a_smoke_
         assert "component: training_operator, gang_scheduler: volcano" in p["fix"], p
     finally:
         scenarios.install_training_operator(operators)
+    kube.wait_for(lambda: _named(operators, obj, "may not") is None, 30, "the rights back, nothing named")
+
+
+def test_a_volcano_scheduler_that_may_not_watch_hypernodes_is_named(operators, namespace):
+    """The other component whose rights gang_info asks: vc-scheduler v1.15 waits at its start until it has listed
+    HyperNodes, so without that right (the lab's own ClusterRole applied without it, as a ClusterRole written for v1.10
+    would be) it schedules nothing; gang_info names the right and the Deployment."""
+    from lab.scenarios import volcano as vc
+
+    role, binding = vc.vc_scheduler_rbac()
+    narrow = {**role, "rules": [r for r in role["rules"] if r["apiGroups"] != ["topology.volcano.sh"]]}
+    kube.apply(operators, [narrow])
+    obj = "Deployment volcano-system/vc-scheduler"
+    try:
+        p = kube.wait_for(lambda: _named(operators, obj, "may not list topology.volcano.sh/hypernodes"), 30, obj)
+        assert "its ServiceAccount volcano-system/vc-scheduler" in p["message"], p
+    finally:
+        kube.apply(operators, [role, binding])
     kube.wait_for(lambda: _named(operators, obj, "may not") is None, 30, "the rights back, nothing named")

@@ -91,3 +91,16 @@ def test_no_right_to_review_is_said_once_and_no_gang_path_asks_nothing():
     unset = [{**OPS[0], "gang_value": None}]
     assert _gang_info_rights.rights_problems(client, unset, SCHEDULERS[1:], DEPLOYMENTS) == []
     assert client.reviews == []
+
+
+def test_a_volcano_scheduler_from_1_12_on_must_watch_hypernodes():
+    """vc-scheduler v1.15 waits at its start until it has listed HyperNodes: without the right it schedules nothing.
+    Asked of a release from v1.12 on, not of v1.10."""
+    newer = [{**SCHEDULERS[0], "version": "v1.15.1"}]
+    client = _Client(denied={("volcano-scheduler", "list", "hypernodes")})
+    (p,) = _gang_info_rights.rights_problems(client, [], newer, DEPLOYMENTS)
+    assert "may not list topology.volcano.sh/hypernodes" in p["message"], p
+    older = [{**SCHEDULERS[0], "version": "v1.10.0"}]
+    client = _Client(denied={("volcano-scheduler", "list", "hypernodes")})
+    assert _gang_info_rights.rights_problems(client, [], older, DEPLOYMENTS) == []
+    assert not any(r == "hypernodes" for *_x, r in client.reviews)
