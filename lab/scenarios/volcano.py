@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import kube
 from .. import versions as V
 from ..cluster import Lab
-from ._common import VC_NS, _crb, _deployment, _ns, _sa, crds, wait_crds_established, wait_deployment
+from ._common import VC_NS, _crb, _deployment, _ns, _role, _sa, crds, wait_crds_established, wait_deployment
 
 # ---- Volcano --------------------------------------------------------------------------------------
 VC_CONF = """actions: "enqueue, allocate, backfill"
@@ -117,7 +117,37 @@ def install_volcano_crds(lab: Lab) -> None:
     wait_crds_established(lab, [d["metadata"]["name"] for d in docs])
 
 
+def vc_queue_controller() -> list[dict]:
+    """vc-controller-manager with its queue controller alone: from v1.15 vc-scheduler allocates nothing to a queue
+    whose status.state is not Open, and the queue controller is what opens it (v1.10's scheduler took an unset state as
+    open). The lab runs no other Volcano controller, so that no PodGroup is made for pods that have none."""
+    ro = ["get", "list", "watch"]
+    rules = [
+        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues"], "verbs": ro + ["update", "patch"]},
+        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["queues/status"], "verbs": ["update", "patch"]},
+        {"apiGroups": ["scheduling.volcano.sh"], "resources": ["podgroups"], "verbs": ro},
+        {"apiGroups": ["bus.volcano.sh"], "resources": ["commands"], "verbs": ro + ["delete"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list", "watch", "update", "patch"]},
+        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "update", "patch"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "list", "update"]},
+    ]
+    dep = _deployment(
+        VC_NS,
+        "vc-queue-controller",
+        "vc-queue-controller",
+        f"volcanosh/vc-controller-manager:{V.VOLCANO}",
+        ["--logtostderr", "--enable-healthz=false", "--leader-elect=false", "--controllers=+queue-controller", "-v=3"],
+    )
+    return [
+        _sa(VC_NS, "vc-queue-controller"),
+        _role("lab-vc-queue-controller", rules),
+        _crb("lab-vc-queue-controller", "lab-vc-queue-controller", VC_NS, "vc-queue-controller"),
+        dep,
+    ]
+
+
 def install_volcano(lab: Lab, rbac: bool = True) -> None:
     install_volcano_crds(lab)
-    kube.apply(lab, vc_scheduler() + (vc_scheduler_rbac() if rbac else []))
+    kube.apply(lab, vc_scheduler() + (vc_scheduler_rbac() if rbac else []) + vc_queue_controller())
     wait_deployment(lab, VC_NS, "vc-scheduler")
+    wait_deployment(lab, VC_NS, "vc-queue-controller")

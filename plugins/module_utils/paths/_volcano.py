@@ -7,6 +7,8 @@ Kubeflow operators and Trainer, and what gang_info checks of it. Pure: no I/O. N
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _capacity, _pod_facts
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path
@@ -147,9 +149,11 @@ class Volcano(_gang_path.GangPath):
 
     def podgroup_problems(self, facts):
         """Volcano PodGroups that wait on their queue: one that names a queue that does not exist, whose minResources
-        exceed the queue's capability (never enqueued), or that Volcano left Pending with its own word that the queue
-        cannot take it. (A Closed queue is not one of them: vc-scheduler v1.10 still places a waiting gang of a
-        queue whose status is Closed; the state refuses new jobs at admission, which the FailedCreate events show.)"""
+        exceed the queue's capability (never enqueued), that Volcano left Pending with its own word that the queue
+        cannot take it, or whose queue is not Open where the running vc-scheduler allocates nothing to such a queue
+        (from v1.15: its proportion and capacity plugins; ``facts['open_only']``). vc-scheduler v1.10 still places a
+        waiting gang of a queue whose status is Closed: there the state only refuses new jobs at admission, which the
+        FailedCreate events show."""
         listed = facts.get("lists") or {}
         queues = {(q.get("metadata") or {}).get("name"): q for q in listed.get("queues") or []}
         out = []
@@ -164,6 +168,8 @@ class Volcano(_gang_path.GangPath):
 
     def cluster_problems(self, schedulers, ops, facts):
         mine = [s for s in schedulers if s["kind"] == self.scheduler_kind]
+        # the running vc-scheduler's release decides whether a queue that is not Open holds its gangs
+        facts = {**facts, "open_only": any(_release_line(s.get("version")) >= OPEN_ONLY_SINCE for s in mine)}
         out = super().cluster_problems(schedulers, ops, facts) + [p for s in mine for p in conf_problems(s)]
         out += [p for s in mine for p in take_back_problems(s, facts)]
         ready = [s for s in schedulers if s["kind"] == self.scheduler_kind and s["ready"]]
@@ -277,6 +283,18 @@ def take_back_problems(s: dict, facts: dict) -> list[dict]:
     return out
 
 
+# the first vc-scheduler release line whose proportion and capacity plugins allocate nothing to a queue whose
+# status.state is not Open (v1.10's allocate to a Closed queue's waiting gangs); v1.11 to v1.14 were not served here to
+# read, so the line is the first one read that does
+OPEN_ONLY_SINCE = (1, 15)
+
+
+def _release_line(version: str | None) -> tuple[int, int]:
+    """(major, minor) of an image tag ('v1.15.1' -> (1, 15)); (0, 0) when it is none."""
+    m = re.match(r"v?(\d+)\.(\d+)", version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
 def _queue_numbers(q: dict) -> str:
     spec, st = q.get("spec") or {}, q.get("status") or {}
     parts = [f"capability {spec['capability']}"] if spec.get("capability") else []
@@ -298,6 +316,17 @@ def queue_problem(pg: dict, queues: dict, facts: dict) -> dict | None:
             f"{', '.join(sorted(queues))}): Volcano never enqueues it and its pods stay Pending",
             "fix": f"create Queue {qname}, or set the job's queue (runPolicy.schedulingPolicy.queue, or the runtime "
             f"annotation scheduling.volcano.sh/queue-name) to one that exists, such as {DEFAULT_QUEUE}",
+        }
+    state = (q.get("status") or {}).get("state")
+    if facts.get("open_only") and state != "Open":
+        return {
+            "object": obj,
+            "message": f"its Volcano queue {qname!r} is {state or 'without a state'}, not Open: the running "
+            "vc-scheduler (v1.15 on) allocates nothing to a queue that is not Open, so the gang waits however much "
+            "room there is"
+            + ("" if state else " (vc-controller-manager's queue controller sets the state: check that it runs)"),
+            "fix": f"open it (vcctl queue operate --action open --name {qname}, or delete a Command that closed it), "
+            "or submit the job to an Open queue",
         }
     cap, want = (q.get("spec") or {}).get("capability") or {}, spec.get("minResources") or {}
     over = [r for r in sorted(want) if r in cap and _capacity.quantity(want[r]) > _capacity.quantity(cap[r])]

@@ -1,9 +1,9 @@
 """Why is my job Pending? Each failure gang_info names, reproduced on the lab with the real vc-scheduler and
 kube-controller-manager: a Volcano queue whose capability is below the gang's minResources, a queue that does not
-exist (and a Closed one, which vc-scheduler v1.10 does not hold a gang for), a member bigger than any node, a gang's
-pods on the default scheduler (a partial start), a namespace quota that lets a Job create only part of its pods, a
-Coscheduling permit wait shorter than the gang takes to be placed (the real scheduler-plugins), and a PodGroup left
-behind by its deleted job while the garbage collector is behind (kube-controller-manager frozen).
+exist and a Closed one (which vc-scheduler v1.15 holds a gang for, v1.10 did not), a member bigger than any node, a
+gang's pods on the default scheduler (a partial start), a namespace quota that lets a Job create only part of its
+pods, a Coscheduling permit wait shorter than the gang takes to be placed (the real scheduler-plugins), and a PodGroup
+left behind by its deleted job while the garbage collector is behind (kube-controller-manager frozen).
 gang_info names each with the object, the cause and the fix, and on the job itself gives it as the reason; the healthy
 gang beside them is named by none."""
 
@@ -70,27 +70,56 @@ def test_a_queue_below_the_gangs_minimum_holds_it_and_is_named(queues, namespace
     assert _bound(queues, namespace, "big") == 0
 
 
-def test_a_missing_queue_is_named_and_a_closed_one_is_not_blamed(queues, namespace):
-    """vc-scheduler v1.10 places a gang whose queue's status is Closed: the closure is no cause of a wait, and
-    gang_info says nothing of it; a queue that does not exist keeps its gang waiting, and is named."""
-    kube.kubectl(
-        queues,
-        "patch",
-        "queues.scheduling.volcano.sh",
-        "gangsched-shut",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        '{"status": {"state": "Closed", "allocated": {}}}',
-    )
+def _queue_command(lab, queue: str, action: str) -> None:
+    """A bus.volcano.sh Command on a queue, as ``vcctl queue operate`` makes it; vc-controller-manager's queue
+    controller carries it out."""
+    out = kube.kubectl(lab, "get", "queues.scheduling.volcano.sh", queue, "-o", "jsonpath={.metadata.uid}")
+    ref = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "name": queue,
+        "uid": out.stdout.strip(),
+        "controller": True,
+    }
+    cmd = {
+        "apiVersion": "bus.volcano.sh/v1alpha1",
+        "kind": "Command",
+        "metadata": {
+            "name": f"{queue}-{action.lower()}-{os.getpid()}",
+            "namespace": "default",
+            "ownerReferences": [ref],
+        },
+        "target": ref,
+        "action": action,
+    }
+    kube.apply(lab, [cmd])
+
+
+def _queue_state(lab, queue: str) -> str:
+    out = kube.kubectl(lab, "get", "queues.scheduling.volcano.sh", queue, "-o", "jsonpath={.status.state}")
+    return out.stdout.strip()
+
+
+def test_a_missing_queue_and_a_closed_one_are_named(queues, namespace):
+    """A queue that does not exist keeps its gang waiting, and is named; so does a Closed queue, closed as vcctl closes
+    it: vc-scheduler v1.15 allocates nothing to a queue that is not Open (v1.10 still placed a waiting gang there);
+    opened again, the gang binds and nothing is named."""
+    _queue_command(queues, "gangsched-shut", "CloseQueue")
+    kube.wait_for(lambda: _queue_state(queues, "gangsched-shut") == "Closed", 60, "the queue closed")
     kube.apply(queues, _volcano_gang(namespace, "lost", 2, "gangsched-nope"))
     kube.apply(queues, _volcano_gang(namespace, "closed", 2, "gangsched-shut"))
-    kube.wait_for(lambda: _bound(queues, namespace, "closed") == 2, 60, "the closed queue's gang bound")
-    info = run_module(queues, "gang_info", {})
-    (lost,) = _about(info, f"PodGroup {namespace}/lost")
-    assert "queue 'gangsched-nope', which does not exist" in lost["message"], lost
-    assert _about(info, f"PodGroup {namespace}/closed") == []
-    assert _bound(queues, namespace, "lost") == 0
+    try:
+        info = run_module(queues, "gang_info", {})
+        (lost,) = _about(info, f"PodGroup {namespace}/lost")
+        assert "queue 'gangsched-nope', which does not exist" in lost["message"], lost
+        (closed,) = _about(info, f"PodGroup {namespace}/closed")
+        assert "its Volcano queue 'gangsched-shut' is Closed, not Open" in closed["message"], closed
+        assert "vcctl queue operate --action open --name gangsched-shut" in closed["fix"], closed
+        assert _bound(queues, namespace, "lost") == 0 and _bound(queues, namespace, "closed") == 0
+    finally:
+        _queue_command(queues, "gangsched-shut", "OpenQueue")
+    kube.wait_for(lambda: _bound(queues, namespace, "closed") == 2, 60, "the opened queue's gang bound")
+    assert _about(run_module(queues, "gang_info", {}), f"PodGroup {namespace}/closed") == []
 
 
 def test_a_member_bigger_than_any_node_is_named_at_once(volcano, namespace):
