@@ -80,6 +80,7 @@ class _Gang:
         "scheduler",
         "orphans",
         "job_label",
+        "member_key",
     )
 
     def __init__(self):
@@ -99,6 +100,7 @@ class _Gang:
         self.scheduler = ""  # its members' schedulerName (the first member's)
         self.orphans = 0  # members with a job's label (JOB_LABELS) and no controller ownerReference
         self.job_label = ""  # 'key=value' of the first such member's job label
+        self.member_key: tuple | None = None  # the gang scheduler's member key that names the gang, where one does
 
 
 class PodFold:
@@ -177,6 +179,15 @@ class PodFold:
             g = self._gangs[key] = _Gang()
         g.members += 1
         g.asked += req
+        if g.member_key is None:
+            g.member_key = next(
+                (
+                    mk
+                    for mk in _podgroups.member_keys()
+                    if (md.get("annotations" if mk[0] == "annotation" else "labels") or {}).get(mk[1])
+                ),
+                None,
+            )
         if not any(o.get("controller") for o in md.get("ownerReferences") or []):
             labels = md.get("labels") or {}
             job = next((f"{k}={labels[k]}" for k in JOB_LABELS if labels.get(k)), None)
@@ -324,7 +335,8 @@ class PodFold:
     def untried(self) -> dict[str, dict]:
         """'namespace/gang' -> {untried (names of its unbound members that no scheduler looked at for the threshold or
         longer), bound (how many members are bound), members, minimum (its min-available label, else None),
-        scheduler (its members' schedulerName)}, for the gangs with such members."""
+        scheduler (its members' schedulerName), member_key (the gang scheduler's member key that names it, or
+        None)}, for the gangs with such members."""
         self._check()
         return {
             key: {
@@ -333,6 +345,7 @@ class PodFold:
                 "members": g.members,
                 "minimum": g.minimum,
                 "scheduler": g.scheduler,
+                "member_key": g.member_key,
             }
             for key, g in sorted(self._gangs.items())
             if g.untried

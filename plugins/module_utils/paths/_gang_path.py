@@ -290,6 +290,43 @@ class GangPath:
                 out.append(f"Pod {example}" + (f" and {count - 1} more pod(s)" if count > 1 else "") + f" ({sname})")
         return out
 
+    def missing_podgroup_problems(self, untried: dict, schedulers: list[dict], facts: dict) -> list[tuple[dict, str]]:
+        """(problem, the gang's 'namespace/gang') of gangs whose members carry this path's member key naming a PodGroup
+        that does not exist (among the PodGroups the path listed), go to a scheduler that serves this path, and were
+        never looked at: the scheduler ignores a gang with no PodGroup (vc-scheduler v1.15 skips such a job; v1.10's
+        default pod admission refused its pods at creation, which the creation-failure events show). Named for what
+        it is, not as a hung scheduler."""
+        listed = facts.get("lists") or {}
+        if not self.podgroup_kind or "podgroups" not in listed:
+            return []
+        have = {
+            f"{(pg.get('metadata') or {}).get('namespace')}/{(pg.get('metadata') or {}).get('name')}"
+            for pg in listed["podgroups"]
+        }
+        mine, out = self.member_key(), []
+        for key, g in sorted(untried.items()):
+            if g.get("member_key") != mine or key in have:
+                continue
+            if not any(self.serves(s, g["scheduler"]) for s in schedulers):
+                continue
+            ns, name = key.split("/", 1)
+            pods = g["untried"]
+            out.append(
+                (
+                    {
+                        "object": f"Pods {ns}/{pods[0]}" + (f" and {len(pods) - 1} more" if len(pods) > 1 else ""),
+                        "message": f"{len(pods)} pod(s) join {self.title} PodGroup {key} ({mine[0]} {mine[1]}), "
+                        f"which does not exist: the {self.title} scheduler ignores a gang without its PodGroup, so "
+                        "they are never scheduled (it is not hung)",
+                        "fix": f"create PodGroup {name} in namespace {ns} ({_podgroups.api_version(self.podgroup_kind)}"
+                        "), or delete the pods and submit their job again so that its operator makes it (check the "
+                        "operator's gang flag and its PodGroup rights)",
+                    },
+                    key,
+                )
+            )
+        return out
+
     def untried_problems(self, untried: dict, schedulers: list[dict]) -> list[tuple[dict, str]]:
         """(problem, the gang's 'namespace/gang' key in ``untried``) for gangs whose members no scheduler looked at
         (``_pod_facts.PodFold.untried``) where this path's scheduler is known to leave them so: gang_info then does not

@@ -367,7 +367,7 @@ def _gather(client, params: dict, now: float, first: dict) -> dict:
     native_in_use = native_facts.pop("_in_use", [])
     if native_in_use:
         in_use[_native.PATH.name] = _gang_info_gangs.in_use_entry(native_in_use)
-    untried_probs, explained = _gang_info_gangs.untried_problems(pods.untried(), schedulers)
+    untried_probs, explained = _gang_info_gangs.untried_problems(pods.untried(), schedulers, facts)
     probs += untried_probs
     probs += stalled_problems(pods.waiting(), schedulers, ops, explained)
     probs += _gpu_node_facts.advertised_problems(per_node, params.get("gpu_nodes") or {})

@@ -210,12 +210,19 @@ def _unfit_problem(p, pg: dict, numbers: str, fix: str) -> dict:
 IN_USE_NAMES = 20
 
 
-def untried_problems(untried: dict, schedulers: list[dict]) -> tuple[list[dict], dict[str, set[str]]]:
+def untried_problems(
+    untried: dict, schedulers: list[dict], facts: dict | None = None
+) -> tuple[list[dict], dict[str, set[str]]]:
     """Each gang path's word on gangs whose members no scheduler looked at (GangPath.untried_problems, from
-    ``_pod_facts.PodFold.untried``): the problems, and schedulerName -> the pods ('namespace/name') they explain."""
+    ``_pod_facts.PodFold.untried``; with ``facts``, the paths' lists, also GangPath.missing_podgroup_problems): the
+    problems, and schedulerName -> the pods ('namespace/name') they explain."""
     out, explained = [], {}
     for p in _registry.PATHS.values():
-        for problem, key in p.untried_problems(untried, schedulers):
+        found = p.untried_problems(untried, schedulers)
+        if facts is not None:
+            mine = {**facts, "lists": (facts.get("lists") or {}).get(p.name, {})}
+            found = [*p.missing_podgroup_problems(untried, schedulers, mine), *found]
+        for problem, key in found:
             out.append(problem)
             ns, g = key.split("/", 1)[0], untried[key]
             explained.setdefault(g["scheduler"], set()).update(f"{ns}/{n}" for n in g["untried"])

@@ -713,6 +713,7 @@ def test_a_satisfied_label_gang_whose_members_koord_scheduler_v1_8_never_tried_i
             "members": 5,
             "minimum": 1,
             "scheduler": "koord-scheduler",
+            "member_key": ("label", "pod-group.scheduling.sigs.k8s.io/name"),
         }
     }
     assert len(probs) == 1, probs

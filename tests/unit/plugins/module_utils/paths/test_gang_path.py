@@ -443,3 +443,30 @@ def test_a_stale_podgroup_is_named_stale_only_even_when_it_would_never_fit():
     facts = _facts(_ownerless("gone", min_gpus=5), per_node=nodes)
     (p,) = _gang_info_gangs.path_problems(_Client(), [VOLCANO], [], facts)
     assert "stale gang object" in p["message"]
+
+
+def test_pods_that_join_a_podgroup_that_does_not_exist_are_named_not_called_a_hung_scheduler():
+    """vc-scheduler v1.15 ignores a gang without its PodGroup (its default admission no longer refuses such pods):
+    the pods are never looked at. Named for what it is, and explained so that the scheduler is not called hung; a gang
+    whose PodGroup exists, or whose pods go to another scheduler, is not."""
+    from ansible_collections.gangsched.kubeflow.plugins.module_utils.runners import _gang_info
+
+    pods = [_pod(f"lost-{i}", "volcano", annotations={GANG: "lost"}) for i in range(2)]
+    pods += [_pod(f"kept-{i}", "volcano", annotations={GANG: "kept"}) for i in range(2)]
+    fold = _pod_facts.fold(pods, NOW, 60)
+    kept = _podgroup("kept", phase="Pending")
+    facts = _facts(kept)
+    vc = {**VOLCANO, "source": "Deployment", "namespace": "volcano-system", "name": "vc"}
+    probs, explained = _gang_info_gangs.untried_problems(fold.untried(), [vc], facts)
+    (p,) = probs
+    assert p["object"] == "Pods team/lost-0 and 1 more"
+    assert (
+        "join Volcano PodGroup team/lost (annotation scheduling.k8s.io/group-name), which does not exist"
+        in p["message"]
+    )
+    assert "it is not hung" in p["message"] and "create PodGroup lost in namespace team" in p["fix"]
+    stalled = _gang_info.stalled_problems(fold.waiting(), [vc], [], explained)
+    # the two pods of the gang whose PodGroup exists and is waiting are still counted
+    assert len(stalled) == 1 and "2 Pending pod(s)" in stalled[0]["message"], stalled
+    # without the PodGroup list (the CRD not Established) nothing is said
+    assert _volcano.PATH.missing_podgroup_problems(fold.untried(), [vc], {"lists": {}}) == []
