@@ -20,7 +20,8 @@ POD_LABEL = {
     "JobSet": "jobset.sigs.k8s.io/jobset-name",
     "Job": "batch.kubernetes.io/job-name",
 }
-KINDS = (*POD_LABEL, "PodGroup")
+# PodGroup: a gang object, or a label gang by its name; Workload: Kueue's, explained as the job it admits
+KINDS = (*POD_LABEL, "PodGroup", "Workload")
 OPERATOR = {workload: op for workload, (_crd, op) in _workloads.JOB_CRDS.items()}  # pytorchjob -> training_operator
 EVENTS = 10  # the newest events of the job, its gang object and its pods
 
@@ -92,6 +93,8 @@ def reads(job: dict | None) -> list[tuple]:
     if not job:
         return []
     kind, ns, name = job["kind"], job["namespace"], job["name"]
+    if kind == "Workload":
+        return []  # its job is known once Kueue's Workloads are read
     out = [] if kind == "PodGroup" else [(_api.path(kind, ns, name), f"{kind} {ns}/{name}", None)]
     for path, what, options in (_pods_list(kind, ns, name), _quotas_list(ns), _events_list(ns)):
         out.append((path, what, _api.list_query(**options)))
@@ -240,7 +243,10 @@ def _why(
 
 
 def explain(client, job: dict, facts: dict, ops: list[dict], problems: list[dict]) -> dict:
-    """gang_info's ``job`` fact: the chain of one job, from what the run read and a few reads of its namespace."""
+    """gang_info's ``job`` fact: the chain of one job, from what the run read and a few reads of its namespace. A Kueue
+    Workload is explained as the job it admits (its owner), with the Workload named in the why."""
+    if job["kind"] == "Workload":
+        return _workload(client, job, facts, ops, problems)
     kind, ns, name = job["kind"], job["namespace"], job["name"]
     what = f"{kind} {ns}/{name}"
     found, obj = True, None
@@ -330,3 +336,43 @@ def summary(job: dict) -> list[str]:
     lines += [f"event {e}" for e in job["events"]]
     lines += [f"problem: {p['object']}: {p['message']}. Fix: {p['fix']}" for p in job["problems"]]
     return lines
+
+
+def _workload(client, job: dict, facts: dict, ops: list[dict], problems: list[dict]) -> dict:
+    """A Kueue Workload (``kueue`` fact's workloads): the explanation of its job, as the why's first words say; a
+    Workload Kueue does not hold, or one whose job is of a kind the explanation does not know, is said so."""
+    ns, name = job["namespace"], job["name"]
+    wl = next(
+        (w for w in ((facts.get("kueue") or {}).get("workloads") or []) if (w["namespace"], w["name"]) == (ns, name)),
+        None,
+    )
+    kind, _sep, owner = ((wl or {}).get("owner") or "").partition("/")
+    if wl is None or kind not in POD_LABEL:
+        why = (
+            f"Workload {ns}/{name} is not one of Kueue's (kueue.workloads): check its namespace and name; for "
+            "kube-scheduler's own gang, explain its PodGroup (kind PodGroup) or its Job"
+            if wl is None
+            else f"Kueue Workload {ns}/{name} is for {wl['owner'] or 'no owner'}, a kind this explanation does not "
+            "follow: explain that object itself"
+        )
+        out = {
+            "kind": "Workload",
+            "namespace": ns,
+            "name": name,
+            "found": wl is not None,
+            "gang": None,
+            "queue": None,
+            "kueue": None,
+            "quotas": [],
+            "pods": [],
+            "events": [],
+            "operator_flag": None,
+            "problems": [],
+            "why": why,
+        }
+        out["summary"] = summary(out)
+        return out
+    out = explain(client, {"kind": kind, "namespace": ns, "name": owner}, facts, ops, problems)
+    out["why"] = f"Kueue Workload {ns}/{name} admits {kind} {ns}/{owner}: {out['why']}"
+    out["summary"] = summary(out)
+    return out

@@ -140,6 +140,12 @@ def test_a_job_sent_to_a_missing_local_queue(kueue):
     (p,) = _about(_info(kueue), f"Job {NS}/lost")
     assert "LocalQueue 'nope'" in p["message"] and "LocalQueue nope doesn't exist" in p["message"], p
     assert f"create LocalQueue {NS}/nope" in p["fix"], p
+    # job= on the Workload itself: explained as the Job it admits, the Workload named first
+    wl = _workload(kueue, "lost")["metadata"]["name"]
+    job = module(kueue, "gang_info", job={"kind": "Workload", "namespace": NS, "name": wl})["job"]
+    assert (job["kind"], job["name"], job["found"]) == ("Job", "lost", True), job
+    assert job["why"].startswith(f"Kueue Workload {NS}/{wl} admits Job {NS}/lost: "), job["why"]
+    assert "LocalQueue 'nope'" in job["why"], job["why"]
     kube.delete(kueue, [_job("lost", 1, queue="nope")])
 
 

@@ -96,3 +96,20 @@ def test_a_partial_start_with_the_gang_in_place_says_no_configuration_cause_was_
     assert "no configuration cause was found" in why and "4 Insufficient nvidia.com/gpu" in why
     # no gang object: the pods do not carry one, as before
     assert "check that its pods name the gang scheduler" in _gang_info_job._why(True, rows, None, None, [], "x")
+
+
+def test_a_kueue_workload_is_explained_as_the_job_it_admits():
+    wl = {"namespace": "team", "name": "pytorchjob-resnet-1", "owner": "PyTorchJob/resnet", "admitted": True}
+    facts = {**_facts(PG), "kueue": {"workloads": [wl], "local_queues": []}}
+    job = {"kind": "Workload", "namespace": "team", "name": "pytorchjob-resnet-1"}
+    client = _Client({"/apis/kubeflow.org/v1/namespaces/team/pytorchjobs/resnet": {"metadata": {"name": "resnet"}}})
+    out = _gang_info_job.explain(client, job, facts, [], [])
+    assert (out["kind"], out["name"], out["found"]) == ("PyTorchJob", "resnet", True), out
+    assert out["why"].startswith("Kueue Workload team/pytorchjob-resnet-1 admits PyTorchJob team/resnet: "), out["why"]
+    assert out["summary"][0].startswith("PyTorchJob team/resnet: Kueue Workload"), out["summary"]
+    missing = _gang_info_job.explain(client, {**job, "name": "nope"}, facts, [], [])
+    assert missing["found"] is False and "is not one of Kueue's" in missing["why"], missing
+    odd = {**facts, "kueue": {"workloads": [{**wl, "owner": "RayJob/r"}]}}
+    other = _gang_info_job.explain(client, job, odd, [], [])
+    assert other["found"] is True and "a kind this explanation does not follow" in other["why"], other
+    assert _gang_info_job.reads(job) == []
