@@ -308,9 +308,17 @@ def grow(lab: Lab, n_nodes: int, n_pods: int) -> None:
     namespaces = [f"bench-{i}" for i in range((n_pods + per_ns - 1) // per_ns)]
     for ns in namespaces:
         kube.ensure_namespace(core, ns)
-    # the gang objects in proportion: Volcano's CRDs, QUEUES queues, a PodGroup per job of 10 pods (its members
-    # annotated), and a FailedCreate event for 1 job in 100 (a job since gone, as most such events are)
+    # the gang objects in proportion: Volcano's CRDs, QUEUES queues, a PyTorchJob per 10 pods (no operator runs: the
+    # objects are what a healthy cluster holds) owning its PodGroup and its pods (its members annotated), as
+    # training-operator makes them, and a FailedCreate event for 1 job in 100 (of a batch Job since gone, as most
+    # such events are). Pods with training-operator's job label and no owner would be a deleted job's leftovers.
     scenarios.install_volcano_crds(lab)
+    pytorch = [
+        d for d in scenarios.crds("training-operator", "crds") if d["metadata"]["name"] == "pytorchjobs.kubeflow.org"
+    ]
+    kube.apply(lab, pytorch, server_side=True)
+    scenarios.wait_crds_established(lab, ["pytorchjobs.kubeflow.org"])
+    owners: dict[int, dict] = {}
     custom = k.CustomObjectsApi(api)
     for q in range(QUEUES):
         body = {"apiVersion": f"{VOLCANO}/v1beta1", "kind": "Queue", "metadata": {"name": f"bench-q-{q}"}}
@@ -321,10 +329,31 @@ def grow(lab: Lab, n_nodes: int, n_pods: int) -> None:
         if not hasattr(local, "custom"):
             local.custom, local.core = k.CustomObjectsApi(kube.api(lab)), k.CoreV1Api(kube.api(lab))
         ns = namespaces[job * 10 // per_ns]
+        replica = {"replicas": 9, "template": {"spec": {"containers": [{"name": "pytorch", "image": "busybox:1.36"}]}}}
+        made = local.custom.create_namespaced_custom_object(
+            "kubeflow.org",
+            "v1",
+            ns,
+            "pytorchjobs",
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "metadata": {"name": f"job-{job}"},
+                "spec": {"pytorchReplicaSpecs": {"Master": {**replica, "replicas": 1}, "Worker": replica}},
+            },
+        )
+        owners[job] = {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "name": f"job-{job}",
+            "uid": made["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
         pg = {
             "apiVersion": f"{VOLCANO}/v1beta1",
             "kind": "PodGroup",
-            "metadata": {"name": f"job-{job}"},
+            "metadata": {"name": f"job-{job}", "ownerReferences": [owners[job]]},
             "spec": {"minMember": 10, "queue": f"bench-q-{job % QUEUES}"},
         }
         local.custom.create_namespaced_custom_object(VOLCANO, "v1beta1", ns, "podgroups", pg)
@@ -343,7 +372,7 @@ def grow(lab: Lab, n_nodes: int, n_pods: int) -> None:
     jobs = (n_pods + 9) // 10
     with ThreadPoolExecutor(8) as ex:
         list(ex.map(gang_objects, range(jobs)))
-    print(f"  {QUEUES} queues, {jobs} PodGroups and their events created in {time.monotonic() - t0:.0f} s")
+    print(f"  {QUEUES} queues, {jobs} PyTorchJobs, their PodGroups and events created in {time.monotonic() - t0:.0f} s")
 
     def pod(i: int) -> None:
         if not hasattr(local, "core"):
@@ -370,6 +399,7 @@ def grow(lab: Lab, n_nodes: int, n_pods: int) -> None:
                 "name": f"job-{job}-{member}",
                 "labels": {JOB_LABEL: f"job-{job}"},
                 "annotations": {"scheduling.k8s.io/group-name": f"job-{job}"},
+                "ownerReferences": [owners[job]],
             },
             "spec": spec,
         }

@@ -470,3 +470,9 @@ def test_pods_that_join_a_podgroup_that_does_not_exist_are_named_not_called_a_hu
     assert len(stalled) == 1 and "2 Pending pod(s)" in stalled[0]["message"], stalled
     # without the PodGroup list (the CRD not Established) nothing is said
     assert _volcano.PATH.missing_podgroup_problems(fold.untried(), [vc], {"lists": {}}) == []
+
+
+def test_an_unwatched_podgroup_with_live_members_is_left_to_the_pods_checks():
+    sp = {**SP, "source": "Deployment", "namespace": "scheduler-plugins", "name": "sp"}
+    facts = _mine(_facts(_ownerless("w0", phase=None), gangs={"team/w0"}))
+    assert _volcano.PATH.unwatched_problems([sp], facts) == []
