@@ -78,7 +78,7 @@ CASES = {
     "volcano": {
         "every rule": (
             {
-                "volcano_version": "v1.10.0",
+                "volcano_version": "v1.12.0",
                 "volcano_release_name": "Bad_Name",
                 "volcano_namespace": "Bad",
                 "volcano_default_queue": {"name": "Bad Queue", "weight": 0},
@@ -88,6 +88,7 @@ CASES = {
             },
             [
                 "volcano_version must be X.Y.Z",
+                "volcano_version=v1.12.0 is of release line 1.12, whose chart's admission webhooks the role does not",
                 "volcano_release_name must be a DNS label",
                 "volcano_namespace must be a DNS label",
                 "volcano_default_queue.name must be a DNS name",
@@ -668,3 +669,56 @@ def test_the_device_plugin_older_than_the_one_that_runs_is_refused_unless_allowe
     ((_name, msg),) = failed
     assert "gpu_device_plugin_version=0.17.3 would downgrade gpu_device_plugin v0.19.0" in msg, msg
     assert "(DaemonSet nvidia-device-plugin/nvidia-device-plugin)" in msg, msg
+
+
+VC_RUNNING = {"component": "volcano", "version": "v1.15.1", "where": "Deployment volcano-system/volcano-scheduler"}
+
+
+@pytest.mark.parametrize(
+    ("key", "allow"),
+    [
+        (
+            case(
+                f"volcano downgrade allowed={allow}",
+                "volcano",
+                {
+                    "gangsched_render_only": False,
+                    "gangsched_cluster_info": {"kubernetes_version": "v1.37.2", "support": [VC_RUNNING]},
+                    "volcano_version": "1.10.0",
+                    "volcano_allow_downgrade": allow,
+                },
+                chart_version="1.10.0",
+            ),
+            allow,
+        )
+        for allow in (False, True)
+    ],
+)
+def test_volcano_older_than_the_one_that_runs_is_refused_unless_allowed(results, key, allow):
+    """Volcano v1.10.0 asked for while v1.15.1's scheduler runs (gang_info's support, as site.yml reads it)."""
+    tasks = results[key]
+    failed = [(name, h["msg"]) for name, h in tasks if h.get("failed")]
+    said = [h.get("msg", "") for name, h in tasks if "Downgrade | no older release" in name and not h.get("failed")]
+    if allow:
+        assert _passed(tasks), failed
+        assert said and "goes back from volcano v1.15.1" in said[0], said
+        return
+    ((name, msg),) = failed
+    assert msg.startswith("Nothing was changed: volcano_version=1.10.0 would downgrade"), msg
+    assert "volcano v1.15.1 (Deployment volcano-system/volcano-scheduler)" in msg, msg
+    assert "Set volcano_version to 1.15.1 or newer, or volcano_allow_downgrade=true" in msg, msg
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        case(
+            "volcano: another release line with its admissions given",
+            "volcano",
+            {"volcano_version": "1.12.0", "volcano_values": {"custom": {"enabled_admissions": "/jobs/mutate"}}},
+            chart_version="1.12.0",
+        )
+    ],
+)
+def test_a_volcano_line_the_role_does_not_know_passes_with_its_admissions(results, key):
+    assert _passed(results[key]), [(name, h.get("msg")) for name, h in results[key] if h.get("failed")]
