@@ -213,9 +213,9 @@ class GangPath:
 
     def unwatched_problems(self, schedulers: list[dict], facts: dict) -> list[dict]:
         """This path's PodGroups that wait for the threshold or longer with nothing written on them by a scheduler
-        (phase unset or Pending, no condition) and no live member while no scheduler of this path runs: their API group is watched by no
-        running scheduler (another path's runs, or none), so the gangs are never looked at, and with Volcano's the
-        operator does not even create their pods."""
+        (phase unset or Pending, no condition) and no live member while no scheduler of this path runs: their API
+        group is watched by no running scheduler (another path's runs, or none), so the gangs are never looked at,
+        and with Volcano's the operator does not even create their pods."""
         if not self.podgroup_kind or "now" not in facts:
             return []
         if any(s["kind"] == self.scheduler_kind and s.get("ready") for s in schedulers):
