@@ -119,8 +119,8 @@ options:
             a C(JobSet), a batch C(Job), or C(PodGroup) for the pods of one PodGroup, or of a gang formed from its pods'
             labels with no PodGroup object (a Koordinator label gang, by its gang name).
           - A job that is gone while its PodGroup remains is explained from the PodGroup (and the pods it left).
-          - C(Workload) is a Kueue Workload (where Kueue runs), explained as the job it admits: the result is that job's
-            (its kind, name and chain), the why naming the Workload first.
+          - C(Workload) is a Kueue Workload (where Kueue runs), explained as the job it admits - the result is that
+            job's (its kind, name and chain), the why naming the Workload first.
         type: str
         required: true
       namespace:
