@@ -81,6 +81,7 @@ from .volcano import (  # noqa: F401
     VC_CONF,
     install_volcano,
     install_volcano_crds,
+    vc_queue_controller,
     vc_scheduler,
     vc_scheduler_rbac,
 )

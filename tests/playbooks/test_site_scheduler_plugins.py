@@ -27,8 +27,10 @@ def test_second_scheduler(lab, pod_ports_named):
     assert _flag(lab) == ["--gang-scheduler-name=scheduler-plugins-scheduler"]
     assert run.verdicts() == ["gang_held_running", "gang_held_pending"]
     pod_ports_named()
-    # the healthy installation: gang_info finds nothing wrong
-    assert module(lab, "gang_info")["problems"] == []
+    # the healthy installation: gang_info finds nothing wrong but what it reports on every run on 1.35 and later, the
+    # release outside Kubernetes' version-skew policy (accepted here as scheduler_plugins_accept_skew)
+    probs = module(lab, "gang_info")["problems"]
+    assert all("version-skew policy" in p["message"] for p in probs), probs
     # the converged re-run without the smoke test (proven above; a whole re-run, smoke test included, changes
     # nothing in test_site_volcano.py and in the gang_smoke_test Molecule scenario's idempotence step on this path)
     again = playbook(lab, "site", "--skip-tags", "smoke", **SP)

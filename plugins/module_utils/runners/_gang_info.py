@@ -380,6 +380,7 @@ def _gather(client, params: dict, now: float, first: dict) -> dict:
         in_use["trainer"] = _gang_info_gangs.in_use_entry(trainer_in_use)
     kueue_facts, kueue_probs = _gang_info_kueue.kueue_info(client, deployments, queued, per_node, threshold)
     probs += kueue_probs
+    probs = _gang_info_gangs.specific_first(probs)
     for o in ops:
         o.pop("_container")
     controllers = (trainer_facts or {}).get("controllers") or []

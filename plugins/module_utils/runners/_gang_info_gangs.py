@@ -383,7 +383,27 @@ def event_problems(client) -> list[dict]:
                 f"its controller could not create {count} {made}: {'a ' if cause != 'the API server' else ''}"
                 f"{cause} refused them ({said}); the gang never has all its members"
             )
-        out.append({"object": f"{kind} {ns}/{name}", "message": message, "fix": fix.format(ns=ns)})
+        problem = {"object": f"{kind} {ns}/{name}", "message": message, "fix": fix.format(ns=ns)}
+        if cause == "the API server":
+            problem[GENERIC] = True  # dropped where another check names the same object (its cause, not its symptom)
+        out.append(problem)
+    return out
+
+
+# the mark of a problem that only repeats a refusal another check may explain (``specific_first``)
+GENERIC = "_generic"
+
+
+def specific_first(problems: list[dict]) -> list[dict]:
+    """``problems`` less the generic refusals (``GENERIC``) of an object another problem names: a TrainJob whose
+    PodGroup the API server refused because a PyTorchJob of its name already owns it is named once, for that clash.
+    The mark is taken off the rest."""
+    named = {p["object"] for p in problems if not p.get(GENERIC)}
+    out = []
+    for p in problems:
+        if p.pop(GENERIC, False) and p["object"] in named:
+            continue
+        out.append(p)
     return out
 
 

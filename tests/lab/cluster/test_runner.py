@@ -23,9 +23,10 @@ def volcano_without_rbac(lab, core):
         "old vc-scheduler pods gone",
     )
     scenarios.install_volcano_crds(lab)
-    kube.apply(lab, scenarios.vc_scheduler())
+    # the queue controller opens the default queue (vc-scheduler v1.15 allocates nothing to a queue that is not Open)
+    kube.apply(lab, scenarios.vc_scheduler() + scenarios.vc_queue_controller())
     yield lab
-    kube.delete(lab, scenarios.vc_scheduler()[1:] + scenarios.vc_scheduler_rbac())
+    kube.delete(lab, scenarios.vc_scheduler()[1:] + scenarios.vc_scheduler_rbac() + scenarios.vc_queue_controller())
 
 
 def _ns_exists(core, name: str) -> bool:

@@ -476,3 +476,27 @@ def test_an_unwatched_podgroup_with_live_members_is_left_to_the_pods_checks():
     sp = {**SP, "source": "Deployment", "namespace": "scheduler-plugins", "name": "sp"}
     facts = _mine(_facts(_ownerless("w0", phase=None), gangs={"team/w0"}))
     assert _volcano.PATH.unwatched_problems([sp], facts) == []
+
+
+def test_a_generic_refusal_gives_way_to_the_check_that_names_its_cause():
+    """Trainer could not create its TrainJob's PodGroup (the API server refused a second controller reference, as a
+    PyTorchJob of the name owns it): the twin check names the cause, so the event's generic refusal is not repeated;
+    on an object nothing else names, it stays."""
+    clash = 'podgroups.scheduling.x-k8s.io "twin" is invalid: metadata.ownerReferences: Invalid value: ...'
+    client = _Client(
+        objects={
+            f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/team/trainjobs/{n}": {"metadata": {"uid": f"u-{n}"}}
+            for n in ("twin", "solo")
+        },
+        events=[
+            _refused("TrainJob", "twin", "TrainJobResourcesCreationFailed", clash),
+            _refused("TrainJob", "solo", "TrainJobResourcesCreationFailed", clash),
+        ],
+    )
+    refused = _gang_info_gangs.event_problems(client)
+    assert [p["object"] for p in refused] == ["TrainJob team/solo", "TrainJob team/twin"]
+    assert "the API server refused them" in refused[0]["message"]
+    twin = {"object": "TrainJob team/twin", "message": "its PodGroup is shared with PyTorchJob team/twin", "fix": "x"}
+    out = _gang_info_gangs.specific_first([twin, *refused])
+    assert out == [twin, {k: v for k, v in refused[0].items() if k != _gang_info_gangs.GENERIC}]
+    assert all(_gang_info_gangs.GENERIC not in p for p in out)
