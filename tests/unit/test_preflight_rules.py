@@ -520,39 +520,51 @@ SP_RUNNING = {
 }
 
 
+VC_RUNNING = {"component": "volcano", "version": "v1.15.1", "where": "Deployment volcano-system/volcano-scheduler"}
+# a chart role's downgrade: role -> (the cluster's version, what runs (gang_info's support), the release asked for)
+DOWNGRADES = {
+    "scheduler_plugins": ("v1.34.1", SP_RUNNING, "0.33.5"),
+    "volcano": ("v1.37.2", VC_RUNNING, "1.10.0"),
+}
+
+
 @pytest.mark.parametrize(
-    ("key", "allow"),
+    ("key", "role", "allow"),
     [
         (
             case(
-                f"scheduler-plugins downgrade allowed={allow}",
-                "scheduler_plugins",
+                f"{role} downgrade allowed={allow}",
+                role,
                 {
                     "gangsched_render_only": False,
-                    "gangsched_cluster_info": {"kubernetes_version": "v1.34.1", "support": [SP_RUNNING]},
-                    "scheduler_plugins_version": "0.33.5",
-                    "scheduler_plugins_allow_downgrade": allow,
+                    "gangsched_cluster_info": {"kubernetes_version": cluster, "support": [running]},
+                    f"{role}_version": wanted,
+                    f"{role}_allow_downgrade": allow,
                 },
-                chart_version="0.33.5",
+                chart_version=wanted,
             ),
+            role,
             allow,
         )
+        for role, (cluster, running, wanted) in DOWNGRADES.items()
         for allow in (False, True)
     ],
 )
-def test_scheduler_plugins_older_than_the_one_that_runs_is_refused_unless_allowed(results, key, allow):
+def test_a_chart_release_older_than_the_one_that_runs_is_refused_unless_allowed(results, key, role, allow):
     """A downgrade: the running release comes from gang_info's support (the image tag), as site.yml reads it."""
+    _cluster, running, wanted = DOWNGRADES[role]
     tasks = results[key]
     failed = [(name, h["msg"]) for name, h in tasks if h.get("failed")]
     said = [h.get("msg", "") for name, h in tasks if "Downgrade | no older release" in name and not h.get("failed")]
     if allow:
         assert _passed(tasks), failed
-        assert said and "goes back from scheduler_plugins v0.34.7" in said[0], said
+        assert said and f"goes back from {role} {running['version']}" in said[0], said
         return
     ((name, msg),) = failed
-    assert msg.startswith("Nothing was changed: scheduler_plugins_version=0.33.5 would downgrade"), msg
-    assert "scheduler_plugins v0.34.7 (Deployment scheduler-plugins/scheduler-plugins-scheduler)" in msg, msg
-    assert "Set scheduler_plugins_version to 0.34.7 or newer, or scheduler_plugins_allow_downgrade=true" in msg, msg
+    assert msg.startswith(f"Nothing was changed: {role}_version={wanted} would downgrade"), msg
+    assert f"{role} {running['version']} ({running['where']})" in msg, msg
+    newer = running["version"].lstrip("v")
+    assert f"Set {role}_version to {newer} or newer, or {role}_allow_downgrade=true" in msg, msg
 
 
 KOORDINATOR = [
@@ -669,44 +681,6 @@ def test_the_device_plugin_older_than_the_one_that_runs_is_refused_unless_allowe
     ((_name, msg),) = failed
     assert "gpu_device_plugin_version=0.17.3 would downgrade gpu_device_plugin v0.19.0" in msg, msg
     assert "(DaemonSet nvidia-device-plugin/nvidia-device-plugin)" in msg, msg
-
-
-VC_RUNNING = {"component": "volcano", "version": "v1.15.1", "where": "Deployment volcano-system/volcano-scheduler"}
-
-
-@pytest.mark.parametrize(
-    ("key", "allow"),
-    [
-        (
-            case(
-                f"volcano downgrade allowed={allow}",
-                "volcano",
-                {
-                    "gangsched_render_only": False,
-                    "gangsched_cluster_info": {"kubernetes_version": "v1.37.2", "support": [VC_RUNNING]},
-                    "volcano_version": "1.10.0",
-                    "volcano_allow_downgrade": allow,
-                },
-                chart_version="1.10.0",
-            ),
-            allow,
-        )
-        for allow in (False, True)
-    ],
-)
-def test_volcano_older_than_the_one_that_runs_is_refused_unless_allowed(results, key, allow):
-    """Volcano v1.10.0 asked for while v1.15.1's scheduler runs (gang_info's support, as site.yml reads it)."""
-    tasks = results[key]
-    failed = [(name, h["msg"]) for name, h in tasks if h.get("failed")]
-    said = [h.get("msg", "") for name, h in tasks if "Downgrade | no older release" in name and not h.get("failed")]
-    if allow:
-        assert _passed(tasks), failed
-        assert said and "goes back from volcano v1.15.1" in said[0], said
-        return
-    ((name, msg),) = failed
-    assert msg.startswith("Nothing was changed: volcano_version=1.10.0 would downgrade"), msg
-    assert "volcano v1.15.1 (Deployment volcano-system/volcano-scheduler)" in msg, msg
-    assert "Set volcano_version to 1.15.1 or newer, or volcano_allow_downgrade=true" in msg, msg
 
 
 @pytest.mark.parametrize(
