@@ -114,6 +114,17 @@ class GangPath:
             return ()
         return (("PodGroup", _podgroups.api_version(self.podgroup_kind)),)
 
+    # the component of _rbac's rule table its scheduler runs as (a Deployment's ServiceAccount), and the rights on its
+    # PodGroups without which its gangs are never followed, of those the table grants: no more than its own install
+    # grants, so that gang_info names nothing on a healthy one (resource -> verbs); None: its scheduler is not one
+    rights_component: str | None = None
+    scheduler_rights: dict = {}
+
+    def release_rights(self, version: str | None) -> list[tuple[str, str, str]]:
+        """(verb, group, resource) its scheduler's release ``version`` (an image tag) waits for at its start besides its
+        PodGroups."""
+        return []
+
     # ---- refusals ------------------------------------------------------------------------------------------------
     def refuse_workload(self, workload: str) -> str | None:
         """The path's own reason not to take ``workload`` (None: the workload's generic reason applies)."""

@@ -106,6 +106,8 @@ class Koordinator(_gang_path.GangPath):
     title = "Koordinator"
     role = "koordinator"
     scheduler_kind = "koordinator"
+    rights_component = "koord_scheduler"
+    scheduler_rights = {"podgroups": ("list", "watch")}
     # a plain Indexed Job too: its pod template carries the label gang (the job Kueue admits in front of it, which needs
     # no operator; site.yml installs none on this path)
     workloads = ("pods", *_gang_path.KUBEFLOW_WORKLOADS, "job")

@@ -73,6 +73,8 @@ class SchedulerPlugins(_gang_path.GangPath):
     role = "scheduler_plugins"
     scheduler_kind = "scheduler_plugins"
     podgroup_kind = "scheduler_plugins"
+    rights_component = "scheduler_plugins_scheduler"
+    scheduler_rights = {"podgroups": ("list", "watch")}
     default_scheduler_name = "scheduler-plugins-scheduler"
 
     def gang_word(self, message: str) -> bool:

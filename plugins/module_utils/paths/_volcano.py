@@ -39,6 +39,17 @@ class Volcano(_gang_path.GangPath):
     queues = True
     smoke_queue = "default"
     admitted_phases = ("Inqueue",)
+    # Volcano's chart gives vc-scheduler list, watch and update on PodGroups, no get and no status (its PodGroup CRD
+    # has no status subresource, and it reads from its informers)
+    rights_component = "volcano_scheduler"
+    scheduler_rights = {"podgroups": ("list", "watch", "update")}
+
+    def release_rights(self, version):
+        """vc-scheduler v1.15 (and its chart's ClusterRole from v1.12 on) lists and watches HyperNodes before it
+        schedules anything: without the right it waits for ever, every gang with it."""
+        if _release_line(version) < HYPERNODES_SINCE:
+            return []
+        return [(verb, "topology.volcano.sh", "hypernodes") for verb in ("list", "watch")]
 
     def unstarted_why(self, pg, said):
         """A Pending PodGroup is held by vc-scheduler's enqueue action, which the operators wait for before they create
@@ -287,6 +298,8 @@ def take_back_problems(s: dict, facts: dict) -> list[dict]:
 # status.state is not Open (v1.10's allocate to a Closed queue's waiting gangs); v1.11 to v1.14 were not served here to
 # read, so the line is the first one read that does
 OPEN_ONLY_SINCE = (1, 15)
+# the first release line whose vc-scheduler waits for HyperNodes at its start
+HYPERNODES_SINCE = (1, 12)
 
 
 def _release_line(version: str | None) -> tuple[int, int]:

@@ -10,56 +10,26 @@ runner (``_gang_info``), imported by it only. Not a public API."""
 
 from __future__ import annotations
 
-import re
-
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _podgroups, _rbac
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import ApiError, Forbidden
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.k8s import _service, _together
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _registry
 
-# scheduler kind -> its component in the rule table (a scheduler that runs as a Deployment; kube-scheduler's static pod
-# runs as a user of its own, not a ServiceAccount)
-SCHEDULER_COMPONENTS = {
-    "volcano": "volcano_scheduler",
-    "scheduler_plugins": "scheduler_plugins_scheduler",
-    "koordinator": "koord_scheduler",
-}
 # what a gang scheduler needs besides its PodGroups' rights: to bind the pods it places
 BINDING = ("create", "", "pods/binding")
-# The rights without which a gang does not form at all, of those the rule table grants on the PodGroups' group: no
-# more than the components' own installs grant, so that a healthy installation is named nothing (Volcano's chart gives
-# vc-scheduler list, watch and update on PodGroups, no get and no status: its PodGroup CRD has no status subresource,
-# and it reads from its informers). Operators: what they make PodGroups with; schedulers, by kind: what they follow
-# them with.
-ESSENTIAL = {
-    "operator": {"podgroups": ("create", "list", "watch")},
-    "volcano": {"podgroups": ("list", "watch", "update")},
-    "scheduler_plugins": {"podgroups": ("list", "watch")},
-    "koordinator": {"podgroups": ("list", "watch")},
-}
+# The rights an operator makes its PodGroups with, of those the rule table grants on their group: no more than the
+# operators' own installs grant, so that a healthy installation is named nothing. A scheduler's are its gang path's
+# (GangPath.scheduler_rights, GangPath.release_rights).
+OPERATOR_RIGHTS = {"podgroups": ("create", "list", "watch")}
 
 
-# what a scheduler's release waits for at its start besides its PodGroups: (kind, the first release line that does,
-# checks). vc-scheduler v1.15 (and its chart's ClusterRole from v1.12 on) lists and watches HyperNodes before it
-# schedules anything: without the right it waits for ever, every gang with it.
-RELEASE_NEEDS = (
-    (
-        "volcano",
-        (1, 12),
-        (("list", "topology.volcano.sh", "hypernodes"), ("watch", "topology.volcano.sh", "hypernodes")),
-    ),
-)
-
-
-def _release_needs(s: dict) -> list:
-    m = re.match(r"v?(\d+)\.(\d+)", s.get("version") or "")
-    line = (int(m.group(1)), int(m.group(2))) if m else None
-    return [c for kind, since, checks in RELEASE_NEEDS if s["kind"] == kind and line and line >= since for c in checks]
-
-
-def _essential(role: str, checks: list) -> list:
-    need = ESSENTIAL[role]
+def _essential(need: dict, checks: list) -> list:
     return [c for c in checks if c[0] in need.get(c[2], ())]
+
+
+def _scheduler_path(kind: str):
+    """The gang path whose scheduler is of ``kind`` and runs as a component of the rule table, or None."""
+    return next((p for p in _registry.PATHS.values() if p.scheduler_kind == kind and p.rights_component), None)
 
 
 # what each kind of component fails at without its rights
@@ -92,16 +62,22 @@ def subjects(ops: list[dict], schedulers: list[dict], deployments: list[dict]) -
         if kind not in _rbac.COMPONENTS[o["operator"]][2]:
             continue
         group = _podgroups.group(kind)
-        checks = _essential("operator", [c for c in _rbac.checks(_rbac.RULES[(o["operator"], kind)]) if c[1] == group])
+        checks = _essential(
+            OPERATOR_RIGHTS, [c for c in _rbac.checks(_rbac.RULES[(o["operator"], kind)]) if c[1] == group]
+        )
         out.append(_subject(o["operator"], "operator", o["deployment"], deployments, checks, kind))
     for s in schedulers:
-        component = SCHEDULER_COMPONENTS.get(s["kind"])
-        if not component or s.get("source") != "Deployment" or not s.get("ready"):
+        p = _scheduler_path(s["kind"])
+        # kube-scheduler's static pod runs as a user of its own, not a ServiceAccount
+        if p is None or s.get("source") != "Deployment" or not s.get("ready"):
             continue
+        component = p.rights_component
         kind = _rbac.COMPONENTS[component][2][0]
         group = _podgroups.group(kind)
-        checks = _essential(s["kind"], [c for c in _rbac.checks(_rbac.RULES[(component, kind)]) if c[1] == group])
-        checks += [BINDING, *_release_needs(s)]
+        checks = _essential(
+            p.scheduler_rights, [c for c in _rbac.checks(_rbac.RULES[(component, kind)]) if c[1] == group]
+        )
+        checks += [BINDING, *p.release_rights(s.get("version"))]
         where = f"{s['namespace']}/{s['name']}"
         out.append(_subject(component, "scheduler", where, deployments, checks, kind))
     return [s for s in out if s["service_account"]]
