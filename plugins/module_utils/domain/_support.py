@@ -74,13 +74,22 @@ def minor(version: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def release_line(version: str | None) -> tuple[int, int] | None:
+    """(major, minor) of a release or image tag, None when it is none.
+
+    >>> release_line("v1.15.1"), release_line("0.8.0"), release_line("latest")
+    ((1, 15), (0, 8), None)
+    """
+    m = re.match(r"v?(\d+)\.(\d+)", version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def row(component: str, version: str | None) -> tuple | None:
     """The SUPPORT row of a component's release (its image tag), None when the table has none."""
-    m = re.match(r"v?(\d+)\.(\d+)", version or "")
-    if not m:
+    line = release_line(version)
+    if line is None:
         return None
-    line = f"v{m.group(1)}.{m.group(2)}"
-    return next((r for r in SUPPORT.get(component, ()) if r[0] == line), None)
+    return next((r for r in SUPPORT.get(component, ()) if r[0] == f"v{line[0]}.{line[1]}"), None)
 
 
 def standing(component: str, where: str, version: str | None, kube_version: str | None) -> dict:

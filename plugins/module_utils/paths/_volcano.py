@@ -7,9 +7,7 @@ Kubeflow operators and Trainer, and what gang_info checks of it. Pure: no I/O. N
 
 from __future__ import annotations
 
-import re
-
-from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _capacity, _pod_facts
+from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain import _api, _capacity, _pod_facts, _support
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.domain._exceptions import GangError
 from ansible_collections.gangsched.kubeflow.plugins.module_utils.paths import _gang_path
 
@@ -304,8 +302,7 @@ HYPERNODES_SINCE = (1, 12)
 
 def _release_line(version: str | None) -> tuple[int, int]:
     """(major, minor) of an image tag ('v1.15.1' -> (1, 15)); (0, 0) when it is none."""
-    m = re.match(r"v?(\d+)\.(\d+)", version or "")
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    return _support.release_line(version) or (0, 0)
 
 
 def _queue_numbers(q: dict) -> str:

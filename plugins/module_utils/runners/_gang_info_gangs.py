@@ -144,7 +144,7 @@ def declared_unfit(p, facts: dict) -> list[dict]:
     pods is counted from them (``unfit_problems``)."""
     if "per_node" not in facts:
         return []
-    most, total = _schedulable(facts)
+    _most, total = _schedulable(facts)
     gangs, out = facts.get("gangs", ()), []
     for pg in (facts.get("lists") or {}).get("podgroups") or []:
         md, spec = pg.get("metadata") or {}, pg.get("spec") or {}
